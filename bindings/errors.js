@@ -1,0 +1,33 @@
+// The one error class users catch. Messages follow PyTorch's habit: the argument, what was
+// expected and what was given ("key: expected [2, m, 64], got [2, 7, 32]").
+export class AttentionError extends Error {
+  /**
+   * @param {string} argument  the argument at fault (`query`, `opts.scale`, `sd['out_proj.weight']`)
+   * @param {string} expected  what it should have been
+   * @param {string} got       what it was
+   * @param {{ code?: string }} [details]
+   */
+  constructor(argument, expected, got, { code = 'INVALID_ARGUMENT' } = {}) {
+    super(code === 'OUT_OF_MEMORY' ? `${argument}: out of memory: needs ${got}` : `${argument}: expected ${expected}, got ${got}`);
+    this.name = 'AttentionError';
+    this.argument = argument;
+    this.expected = expected;
+    this.got = got;
+    this.code = code;
+  }
+}
+
+// A short description of any JS value, for the `got` part of a message.
+export function describe(value) {
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (Array.isArray(value)) return value.length <= 8 ? `[${value.map(describe).join(', ')}]` : `an Array of length ${value.length}`;
+  if (ArrayBuffer.isView(value)) return `${value.constructor.name}(${value.length})`;
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'object') return value.constructor && value.constructor !== Object ? value.constructor.name : 'an object';
+  return String(value);
+}
+
+export function shapeString(shape) {
+  return `[${shape.join(', ')}]`;
+}

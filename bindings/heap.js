@@ -1,0 +1,46 @@
+// Wasm memory for one call: inputs are copied in once, outputs copied out once, and everything is
+// freed whatever happens, so failing calls never grow the heap.
+import { AttentionError } from './errors.js';
+import { MAX_BYTES } from './validate.js';
+
+// The current heap. With threads a worker may grow memory, leaving the main thread's HEAP* views
+// stale until Emscripten next looks, so the threaded build's memory object is asked directly.
+export function heapBuffer(wasm) {
+  return (wasm.wasmMemory ?? wasm.HEAPU8).buffer;
+}
+
+export class HeapScope {
+  #wasm;
+  #pointers = [];
+
+  constructor(wasm) {
+    this.#wasm = wasm;
+  }
+
+  // `what` names the buffer in the out-of-memory error.
+  alloc(bytes, what) {
+    // _malloc takes an i32: a larger request would wrap around, so refuse it here.
+    const pointer = bytes <= MAX_BYTES ? this.#wasm._malloc(Math.max(bytes, 1)) : 0;
+    if (!pointer) throw new AttentionError(what, '', `${bytes} bytes of wasm memory`, { code: 'OUT_OF_MEMORY' });
+    this.#pointers.push(pointer);
+    return pointer;
+  }
+
+  copyIn(array, what) {
+    const pointer = this.alloc(array.byteLength, what);
+    new Uint8Array(heapBuffer(this.#wasm), pointer, array.byteLength).set(
+      new Uint8Array(array.buffer, array.byteOffset, array.byteLength),
+    );
+    return pointer;
+  }
+
+  // A JS-owned copy: memory growth or a later call cannot change it.
+  copyOutFloats(pointer, length) {
+    return new Float32Array(heapBuffer(this.#wasm), pointer, length).slice();
+  }
+
+  free() {
+    for (const pointer of this.#pointers) this.#wasm._free(pointer);
+    this.#pointers = [];
+  }
+}

@@ -1,0 +1,76 @@
+// Validation of JS values before anything touches wasm memory. Shape semantics (ranks, matching
+// dims, broadcasting) are checked by the C++ core, which reports them through the same error.
+import { AttentionError, describe, shapeString } from './errors.js';
+
+// wasm32 pointers: no single buffer may reach 2 GiB, and dimensions must fit an int32.
+export const MAX_DIM = 2 ** 31 - 1;
+export const MAX_BYTES = 2 ** 31 - 1;
+
+const TENSOR = '{ data: Float32Array, shape: number[] }';
+
+export function checkShape(shape, argument) {
+  if (!Array.isArray(shape)) throw new AttentionError(`${argument}.shape`, 'an array of non-negative integers', describe(shape));
+  for (const dim of shape) {
+    if (!Number.isInteger(dim) || dim < 0 || dim > MAX_DIM)
+      throw new AttentionError(`${argument}.shape`, `non-negative integers no larger than ${MAX_DIM}`, describe(shape));
+  }
+  return shape;
+}
+
+export function numel(shape) {
+  return shape.reduce((n, dim) => n * dim, 1);
+}
+
+function checkLength(value, argument) {
+  const expected = numel(value.shape);
+  if (value.data.length !== expected)
+    throw new AttentionError(`${argument}.data`, `length ${expected} for shape ${shapeString(value.shape)}`, `length ${value.data.length}`);
+}
+
+export function checkTensor(value, argument) {
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || Array.isArray(value))
+    throw new AttentionError(argument, TENSOR, describe(value));
+  if (!(value.data instanceof Float32Array))
+    throw new AttentionError(`${argument}.data`, 'a Float32Array', describe(value.data));
+  checkShape(value.shape, argument);
+  checkLength(value, argument);
+  return value;
+}
+
+// A mask is boolean (Uint8Array of 0/1) or additive (Float32Array); null and undefined mean none.
+export function checkMask(value, argument) {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'object' || ArrayBuffer.isView(value) || Array.isArray(value))
+    throw new AttentionError(argument, '{ data: Uint8Array | Float32Array, shape: number[] }', describe(value));
+  if (!(value.data instanceof Uint8Array) && !(value.data instanceof Float32Array))
+    throw new AttentionError(`${argument}.data`, 'a Uint8Array (boolean) or a Float32Array (additive)', describe(value.data));
+  checkShape(value.shape, argument);
+  checkLength(value, argument);
+  return value;
+}
+
+// Options objects: unknown keys are errors, so a misspelt option never silently does nothing.
+export function checkOptions(opts, allowed, argument = 'opts') {
+  if (opts === undefined || opts === null) return {};
+  if (typeof opts !== 'object' || Array.isArray(opts)) throw new AttentionError(argument, 'an options object', describe(opts));
+  for (const key of Object.keys(opts)) {
+    if (!allowed.includes(key)) throw new AttentionError(`${argument}.${key}`, `one of the options ${allowed.join(', ')}`, 'an unknown option');
+  }
+  return opts;
+}
+
+export function checkBoolean(value, argument, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new AttentionError(argument, 'a boolean', describe(value));
+  return value;
+}
+
+export function checkNumber(value, argument, { min = -Infinity, max = Infinity, maxExclusive = false, integer = false } = {}) {
+  const inRange = typeof value === 'number' && Number.isFinite(value) && value >= min && (maxExclusive ? value < max : value <= max);
+  if (!inRange || (integer && !Number.isInteger(value))) {
+    const kind = integer ? 'an integer' : 'a finite number';
+    const range = Number.isFinite(min) || Number.isFinite(max) ? ` in [${min}, ${max}${maxExclusive ? ')' : ']'}` : '';
+    throw new AttentionError(argument, kind + range, describe(value));
+  }
+  return value;
+}

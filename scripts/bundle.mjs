@@ -1,0 +1,22 @@
+// Bundles the ESM layer (bindings/*.js and wasm-feature-detect) into dist/index.mjs, so that the
+// package imports in browsers and workers with no import map, and copies its types beside it.
+import { build } from 'esbuild';
+import { copyFile, readFile } from 'node:fs/promises';
+
+const root = new URL('../', import.meta.url);
+const { version } = JSON.parse(await readFile(new URL('package.json', root), 'utf8'));
+
+await build({
+  absWorkingDir: new URL('.', root).pathname,
+  entryPoints: ['bindings/index.js'],
+  outfile: 'dist/index.mjs',
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  target: 'es2022',
+  // The Emscripten glue stays a separate file beside the bundle; node: modules load only in Node.
+  external: ['./attention-*.mjs', 'node:*'],
+  define: { __ATTENTION_VERSION__: JSON.stringify(version) },
+  logLevel: 'warning',
+});
+await copyFile(new URL('bindings/index.d.ts', root), new URL('dist/index.d.mts', root));

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and tests need, when missing. Idempotent and silent when
+# everything is there; as root it installs, otherwise it says what to install and fails.
+# (python3-torch is only for regenerating fixtures: see tests/fixtures/generate.py.)
+set -euo pipefail
+
+missing=()
+command -v em++ >/dev/null 2>&1 || missing+=(emscripten)
+[ -f /usr/include/catch2/catch.hpp ] || missing+=(catch2)
+[ -f /usr/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: missing Debian packages: ${missing[*]}" >&2
+  echo "setup: install them as root: apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "setup: installing ${missing[*]} (Debian packages)..."
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "setup: apt-get failed installing ${missing[*]}" >&2
+  exit 1
+fi
+rm -f "$log"
+echo "setup: done"

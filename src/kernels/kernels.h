@@ -1,0 +1,41 @@
+// The hot loops of attention behind one narrow interface. Each ISA flavour (scalar, wasm SIMD128)
+// fills one KernelSet; the operators call active_kernels() and never an intrinsic. Every entry of
+// every set is checked against the scalar twin by tests/cpp/kernels_test.cpp.
+#pragma once
+
+#include <cstddef>
+
+namespace attn::kernels {
+
+struct KernelSet {
+  const char* name;
+
+  // C[M, N] = A[M, K] · B[N, K]ᵀ: scores from queries and keys, both row-major with rows of
+  // length K, so neither operand needs packing.
+  void (*gemm_nt)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
+                  size_t ldc);
+
+  // C[M, N] = A[M, K] · B[K, N], or C += A · B when `accumulate`: weights times values.
+  void (*gemm_nn)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
+                  size_t ldc, bool accumulate);
+
+  // s[j] = s[j] · scale + bias[j] (bias may be null); returns max_j s[j], -inf when n = 0, NaN
+  // if any s[j] is NaN (so NaN inputs propagate as in PyTorch).
+  float (*scale_bias_max)(float* s, const float* bias, size_t n, float scale);
+
+  // s[j] = exp(s[j] - max); returns the sum. exp(-inf) is exactly 0, so masked keys get weight 0.
+  float (*exp_sum)(float* s, size_t n, float max);
+
+  // x[j] *= alpha: normalisation and the online-softmax rescale.
+  void (*scale)(float* x, size_t n, float alpha);
+};
+
+extern const KernelSet kScalarKernels;
+#if defined(__wasm_simd128__)
+extern const KernelSet kWasmSimdKernels;
+#endif
+
+// The fastest set this build was compiled for.
+const KernelSet& active_kernels();
+
+}  // namespace attn::kernels

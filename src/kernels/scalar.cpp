@@ -1,0 +1,66 @@
+// Scalar twins: the reference every other kernel set is tested against, and the kernels of the
+// no-SIMD wasm build and of the native build.
+#include <cmath>
+#include <limits>
+
+#include "kernels.h"
+
+namespace attn::kernels {
+namespace {
+
+void gemm_nt_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
+                    size_t ldc) {
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (size_t k = 0; k < K; ++k) sum += A[i * lda + k] * B[j * ldb + k];
+      C[i * ldc + j] = sum;
+    }
+}
+
+void gemm_nn_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
+                    size_t ldc, bool accumulate) {
+  for (size_t i = 0; i < M; ++i) {
+    float* c = C + i * ldc;
+    if (!accumulate)
+      for (size_t j = 0; j < N; ++j) c[j] = 0.0f;
+    for (size_t k = 0; k < K; ++k) {
+      const float a = A[i * lda + k];
+      const float* b = B + k * ldb;
+      for (size_t j = 0; j < N; ++j) c[j] += a * b[j];
+    }
+  }
+}
+
+float scale_bias_max_scalar(float* s, const float* bias, size_t n, float scale) {
+  float max = -std::numeric_limits<float>::infinity();
+  bool saw_nan = false;
+  for (size_t j = 0; j < n; ++j) {
+    const float x = s[j] * scale + (bias ? bias[j] : 0.0f);
+    s[j] = x;
+    saw_nan |= std::isnan(x);
+    max = x > max ? x : max;
+  }
+  return saw_nan ? std::numeric_limits<float>::quiet_NaN() : max;
+}
+
+float exp_sum_scalar(float* s, size_t n, float max) {
+  float sum = 0.0f;
+  for (size_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - max);
+    sum += s[j];
+  }
+  return sum;
+}
+
+void scale_scalar(float* x, size_t n, float alpha) {
+  for (size_t j = 0; j < n; ++j) x[j] *= alpha;
+}
+
+}  // namespace
+
+const KernelSet kScalarKernels = {
+    "scalar", gemm_nt_scalar, gemm_nn_scalar, scale_bias_max_scalar, exp_sum_scalar, scale_scalar,
+};
+
+}  // namespace attn::kernels

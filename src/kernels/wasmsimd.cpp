@@ -1,0 +1,214 @@
+// wasm SIMD128 kernels. Relaxed SIMD (FMA) is not enabled by default in Node 20, so a
+// multiply-add is f32x4.mul + f32x4.add, as in ggml's simd-mappings for __wasm_simd128__.
+#include <wasm_simd128.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels.h"
+
+namespace attn::kernels {
+namespace {
+
+inline v128_t madd(v128_t acc, v128_t a, v128_t b) { return wasm_f32x4_add(acc, wasm_f32x4_mul(a, b)); }
+
+// (Σ a, Σ b, Σ c, Σ d): four horizontal sums in two shuffle rounds.
+inline v128_t horizontal_sum4(v128_t a, v128_t b, v128_t c, v128_t d) {
+  const v128_t ab = wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+  const v128_t cd = wasm_f32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
+  return wasm_f32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+// f32x4.max propagates NaN, which is what PyTorch's max does.
+inline float horizontal_max(v128_t v) {
+  v = wasm_f32x4_max(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+  v = wasm_f32x4_max(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane(v, 0);
+}
+
+inline float horizontal_add(v128_t v) {
+  v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+  v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane(v, 0);
+}
+
+// exp by range reduction to [-ln2/2, ln2/2] and Cephes' degree-5 polynomial (relative error
+// ~1e-7). Inputs below the float range give exactly 0, so exp(-inf) = 0; NaN stays NaN because
+// f32x4.min/max propagate it.
+inline v128_t exp_f32x4(v128_t x) {
+  const v128_t underflow = wasm_f32x4_lt(x, wasm_f32x4_splat(-87.33654f));
+  x = wasm_f32x4_max(wasm_f32x4_min(x, wasm_f32x4_splat(88.3762626647949f)), wasm_f32x4_splat(-87.33654f));
+  const v128_t n = wasm_f32x4_floor(madd(wasm_f32x4_splat(0.5f), x, wasm_f32x4_splat(1.44269504088896341f)));
+  x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
+  x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+  v128_t y = wasm_f32x4_splat(1.9875691500e-4f);
+  y = madd(wasm_f32x4_splat(1.3981999507e-3f), y, x);
+  y = madd(wasm_f32x4_splat(8.3334519073e-3f), y, x);
+  y = madd(wasm_f32x4_splat(4.1665795894e-2f), y, x);
+  y = madd(wasm_f32x4_splat(1.6666665459e-1f), y, x);
+  y = madd(wasm_f32x4_splat(5.0000001201e-1f), y, x);
+  y = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(y, wasm_f32x4_mul(x, x)), x), wasm_f32x4_splat(1.0f));
+  const v128_t two_to_n = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+  return wasm_v128_andnot(wasm_f32x4_mul(y, two_to_n), underflow);
+}
+
+// One MR x NR block of C = A · Bᵀ: MR·NR dot products accumulated four lanes of K at a time.
+// 2x4 keeps 8 accumulators and 6 operands live, inside the 16 vector registers of x86-64.
+template <int MR, int NR>
+void gemm_nt_tile(size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc) {
+  v128_t acc[MR][4];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < 4; ++c) acc[r][c] = wasm_f32x4_splat(0.0f);
+  size_t k = 0;
+  for (; k + 4 <= K; k += 4) {
+    v128_t b[NR];
+    for (int c = 0; c < NR; ++c) b[c] = wasm_v128_load(B + c * ldb + k);
+    for (int r = 0; r < MR; ++r) {
+      const v128_t a = wasm_v128_load(A + r * lda + k);
+      for (int c = 0; c < NR; ++c) acc[r][c] = madd(acc[r][c], a, b[c]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    alignas(16) float sums[4];
+    wasm_v128_store(sums, horizontal_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+    for (int c = 0; c < NR; ++c) {
+      float sum = sums[c];
+      for (size_t t = k; t < K; ++t) sum += A[r * lda + t] * B[c * ldb + t];
+      C[r * ldc + c] = sum;
+    }
+  }
+}
+
+template <int MR>
+void gemm_nt_rows(size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc) {
+  size_t j = 0;
+  for (; j + 4 <= N; j += 4) gemm_nt_tile<MR, 4>(K, A, lda, B + j * ldb, ldb, C + j, ldc);
+  switch (N - j) {
+    case 3: gemm_nt_tile<MR, 3>(K, A, lda, B + j * ldb, ldb, C + j, ldc); break;
+    case 2: gemm_nt_tile<MR, 2>(K, A, lda, B + j * ldb, ldb, C + j, ldc); break;
+    case 1: gemm_nt_tile<MR, 1>(K, A, lda, B + j * ldb, ldb, C + j, ldc); break;
+    default: break;
+  }
+}
+
+void gemm_nt_2x4__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
+                           float* C, size_t ldc) {
+  size_t i = 0;
+  for (; i + 2 <= M; i += 2) gemm_nt_rows<2>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+  if (i < M) gemm_nt_rows<1>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+}
+
+// One MR x (4·NV) block of C (+)= A · B: each A element is splat and multiplied into NV vectors
+// of a B row (XNNPACK's "splat" GEMM). 4x8 keeps 8 accumulators live.
+template <int MR, int NV>
+void gemm_nn_tile(size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc,
+                  bool accumulate) {
+  v128_t acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = accumulate ? wasm_v128_load(C + r * ldc + 4 * v) : wasm_f32x4_splat(0.0f);
+  for (size_t k = 0; k < K; ++k) {
+    v128_t b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = wasm_v128_load(B + k * ldb + 4 * v);
+    for (int r = 0; r < MR; ++r) {
+      const v128_t a = wasm_v128_load32_splat(A + r * lda + k);
+      for (int v = 0; v < NV; ++v) acc[r][v] = madd(acc[r][v], a, b[v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) wasm_v128_store(C + r * ldc + 4 * v, acc[r][v]);
+}
+
+template <int MR>
+void gemm_nn_rows(size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc,
+                  bool accumulate) {
+  size_t j = 0;
+  for (; j + 8 <= N; j += 8) gemm_nn_tile<MR, 2>(K, A, lda, B + j, ldb, C + j, ldc, accumulate);
+  for (; j + 4 <= N; j += 4) gemm_nn_tile<MR, 1>(K, A, lda, B + j, ldb, C + j, ldc, accumulate);
+  for (; j < N; ++j)  // the last N mod 4 columns
+    for (int r = 0; r < MR; ++r) {
+      float sum = accumulate ? C[r * ldc + j] : 0.0f;
+      for (size_t k = 0; k < K; ++k) sum += A[r * lda + k] * B[k * ldb + j];
+      C[r * ldc + j] = sum;
+    }
+}
+
+void gemm_nn_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B,
+                                 size_t ldb, float* C, size_t ldc, bool accumulate) {
+  size_t i = 0;
+  for (; i + 4 <= M; i += 4) gemm_nn_rows<4>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc, accumulate);
+  switch (M - i) {
+    case 3: gemm_nn_rows<3>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc, accumulate); break;
+    case 2: gemm_nn_rows<2>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc, accumulate); break;
+    case 1: gemm_nn_rows<1>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc, accumulate); break;
+    default: break;
+  }
+}
+
+float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scale) {
+  const v128_t vscale = wasm_f32x4_splat(scale);
+  v128_t vmax = wasm_f32x4_splat(-std::numeric_limits<float>::infinity());
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    v128_t x = wasm_f32x4_mul(wasm_v128_load(s + j), vscale);
+    if (bias) x = wasm_f32x4_add(x, wasm_v128_load(bias + j));
+    wasm_v128_store(s + j, x);
+    vmax = wasm_f32x4_max(vmax, x);
+  }
+  for (; j < n; ++j) {
+    const float x = s[j] * scale + (bias ? bias[j] : 0.0f);
+    s[j] = x;
+    vmax = wasm_f32x4_max(vmax, wasm_f32x4_splat(x));
+  }
+  return horizontal_max(vmax);
+}
+
+float exp_sum__wasmsimd_p5(float* s, size_t n, float max) {
+  const v128_t vmax = wasm_f32x4_splat(max);
+  // Two accumulators hide the latency of the adds.
+  v128_t sum0 = wasm_f32x4_splat(0.0f), sum1 = wasm_f32x4_splat(0.0f);
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const v128_t e0 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j), vmax));
+    const v128_t e1 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j + 4), vmax));
+    wasm_v128_store(s + j, e0);
+    wasm_v128_store(s + j + 4, e1);
+    sum0 = wasm_f32x4_add(sum0, e0);
+    sum1 = wasm_f32x4_add(sum1, e1);
+  }
+  if (j < n) {  // the last 1..7 elements, padded with -inf so that the padding adds exp(-inf) = 0
+    alignas(16) float tail[8];
+    const size_t rest = n - j;
+    std::fill(tail, tail + 8, -std::numeric_limits<float>::infinity());
+    std::copy(s + j, s + n, tail);
+    const v128_t e0 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail), vmax));
+    const v128_t e1 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail + 4), vmax));
+    wasm_v128_store(tail, e0);
+    wasm_v128_store(tail + 4, e1);
+    std::copy(tail, tail + rest, s + j);
+    sum0 = wasm_f32x4_add(sum0, e0);
+    sum1 = wasm_f32x4_add(sum1, e1);
+  }
+  return horizontal_add(wasm_f32x4_add(sum0, sum1));
+}
+
+void scale__wasmsimd(float* x, size_t n, float alpha) {
+  const v128_t valpha = wasm_f32x4_splat(alpha);
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) wasm_v128_store(x + j, wasm_f32x4_mul(wasm_v128_load(x + j), valpha));
+  for (; j < n; ++j) x[j] *= alpha;
+}
+
+}  // namespace
+
+const KernelSet kWasmSimdKernels = {
+    "wasmsimd",
+    gemm_nt_2x4__wasmsimd,
+    gemm_nn_4x8__wasmsimd_splat,
+    scale_bias_max__wasmsimd,
+    exp_sum__wasmsimd_p5,
+    scale__wasmsimd,
+};
+
+}  // namespace attn::kernels

@@ -1,0 +1,46 @@
+#include "tensor.h"
+#include "status.h"
+
+namespace attn {
+
+Shape::Shape(std::initializer_list<int64_t> list) {
+  for (int64_t d : list) dims[rank++] = d;
+}
+
+int64_t Shape::numel() const { return leading_numel(0); }
+
+int64_t Shape::leading_numel(int trailing) const {
+  int64_t n = 1;
+  for (int i = 0; i < rank - trailing; ++i) n *= dims[i];
+  return n;
+}
+
+bool Shape::non_negative() const {
+  for (int i = 0; i < rank; ++i)
+    if (dims[i] < 0) return false;
+  return true;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+bool operator==(const Shape& a, const Shape& b) {
+  if (a.rank != b.rank) return false;
+  for (int i = 0; i < a.rank; ++i)
+    if (a.dims[i] != b.dims[i]) return false;
+  return true;
+}
+
+std::string Status::message() const {
+  if (ok()) return "";
+  if (out_of_memory) return "out of memory: " + argument + " needs " + got;
+  return argument + ": expected " + expected + ", got " + got;
+}
+
+}  // namespace attn

@@ -1,0 +1,175 @@
+// The kernel tester: every kernel of every set this build has is checked against a float64
+// reference, and every non-scalar set against its scalar twin, over sizes equal to, below, above
+// and multiples of the SIMD tiles (as XNNPACK's microkernel testers do).
+#include <catch2/catch.hpp>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace {
+
+using attn::kernels::KernelSet;
+
+const std::vector<size_t> kSizes = {1, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129};
+
+std::vector<const KernelSet*> kernel_sets() {
+  std::vector<const KernelSet*> sets = {&attn::kernels::kScalarKernels};
+#if defined(__wasm_simd128__)
+  sets.push_back(&attn::kernels::kWasmSimdKernels);
+#endif
+  return sets;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Sums of K products of values in [-1, 1]: compare with an absolute tolerance scaled by K.
+void require_close(const std::vector<float>& got, const std::vector<double>& want, double tolerance) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= tolerance);
+}
+
+// (M, N, K) triples that sweep each dimension over kSizes while the others stay odd and small.
+std::vector<std::array<size_t, 3>> gemm_shapes() {
+  std::vector<std::array<size_t, 3>> shapes;
+  for (size_t s : kSizes) {
+    shapes.push_back({s, 5, 7});
+    shapes.push_back({3, s, 9});
+    shapes.push_back({4, 6, s});
+    shapes.push_back({s, s, s});
+  }
+  return shapes;
+}
+
+}  // namespace
+
+TEST_CASE("gemm_nt matches a float64 reference, with padded strides", "[kernels]") {
+  for (const KernelSet* set : kernel_sets())
+    for (auto [M, N, K] : gemm_shapes()) {
+      INFO(set->name << " M=" << M << " N=" << N << " K=" << K);
+      const size_t lda = K + 3, ldb = K + 1, ldc = N + 2;
+      const std::vector<float> A = random_floats(M * lda, 1), B = random_floats(N * ldb, 2);
+      std::vector<float> C(M * ldc, 7.0f);
+      set->gemm_nt(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc);
+      std::vector<float> got;
+      std::vector<double> want;
+      for (size_t i = 0; i < M; ++i)
+        for (size_t j = 0; j < N; ++j) {
+          double sum = 0;
+          for (size_t k = 0; k < K; ++k) sum += double(A[i * lda + k]) * B[j * ldb + k];
+          want.push_back(sum);
+          got.push_back(C[i * ldc + j]);
+        }
+      require_close(got, want, 1e-6 * K);
+      for (size_t i = 0; i < M; ++i)  // the padding between rows is untouched
+        for (size_t j = N; j < ldc; ++j) REQUIRE(C[i * ldc + j] == 7.0f);
+    }
+}
+
+TEST_CASE("gemm_nn matches a float64 reference, overwriting and accumulating", "[kernels]") {
+  for (const KernelSet* set : kernel_sets())
+    for (auto [M, N, K] : gemm_shapes())
+      for (bool accumulate : {false, true}) {
+        INFO(set->name << " M=" << M << " N=" << N << " K=" << K << " accumulate=" << accumulate);
+        const size_t lda = K + 2, ldb = N + 3, ldc = N + 1;
+        const std::vector<float> A = random_floats(M * lda, 3), B = random_floats(K * ldb, 4);
+        std::vector<float> C = random_floats(M * ldc, 5);
+        const std::vector<float> before = C;
+        set->gemm_nn(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
+        std::vector<float> got;
+        std::vector<double> want;
+        for (size_t i = 0; i < M; ++i)
+          for (size_t j = 0; j < N; ++j) {
+            double sum = accumulate ? before[i * ldc + j] : 0.0;
+            for (size_t k = 0; k < K; ++k) sum += double(A[i * lda + k]) * B[k * ldb + j];
+            want.push_back(sum);
+            got.push_back(C[i * ldc + j]);
+          }
+        require_close(got, want, 1e-6 * (K + 1));
+        for (size_t i = 0; i < M; ++i) REQUIRE(C[i * ldc + N] == before[i * ldc + N]);
+      }
+}
+
+TEST_CASE("scale_bias_max scales, adds the bias and returns the max", "[kernels]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const KernelSet* set : kernel_sets())
+    for (size_t n : kSizes)
+      for (bool with_bias : {false, true}) {
+        INFO(set->name << " n=" << n << " bias=" << with_bias);
+        std::vector<float> s = random_floats(n, 6, -5, 5), bias = random_floats(n, 7, -2, 2);
+        bias[n / 2] = -inf;  // a masked key
+        const std::vector<float> before = s;
+        const float max = set->scale_bias_max(s.data(), with_bias ? bias.data() : nullptr, n, 0.5f);
+        float want_max = -inf;
+        for (size_t j = 0; j < n; ++j) {
+          const float want = before[j] * 0.5f + (with_bias ? bias[j] : 0.0f);
+          REQUIRE(s[j] == want);
+          want_max = std::max(want_max, want);
+        }
+        REQUIRE(max == want_max);
+        s = before;
+        s[n - 1] = std::numeric_limits<float>::quiet_NaN();  // NaN propagates, wherever it sits
+        REQUIRE(std::isnan(set->scale_bias_max(s.data(), nullptr, n, 1.0f)));
+      }
+}
+
+TEST_CASE("exp_sum exponentiates against the max, exp(-inf) = 0 exactly", "[kernels]") {
+  for (const KernelSet* set : kernel_sets())
+    for (size_t n : kSizes) {
+      INFO(set->name << " n=" << n);
+      std::vector<float> s = random_floats(n, 8, -30, 0);
+      s[n - 1] = -100.0f;  // below the normal float range of exp
+      s[0] = -std::numeric_limits<float>::infinity();
+      const std::vector<float> before = s;
+      const float sum = set->exp_sum(s.data(), n, 0.25f);
+      double want_sum = 0;
+      for (size_t j = 0; j < n; ++j) {
+        const double want = std::exp(double(before[j]) - 0.25);
+        REQUIRE(std::fabs(s[j] - want) <= 2e-7 * want + 1e-38);
+        want_sum += want;
+      }
+      REQUIRE(s[0] == 0.0f);
+      REQUIRE(std::fabs(sum - want_sum) <= 1e-6 * want_sum + 1e-38);
+      std::vector<float> with_nan = before;
+      with_nan[n / 2] = std::numeric_limits<float>::quiet_NaN();
+      REQUIRE(std::isnan(set->exp_sum(with_nan.data(), n, 0.0f)));
+    }
+}
+
+TEST_CASE("scale multiplies in place", "[kernels]") {
+  for (const KernelSet* set : kernel_sets())
+    for (size_t n : kSizes) {
+      std::vector<float> x = random_floats(n, 9);
+      const std::vector<float> before = x;
+      set->scale(x.data(), n, -1.5f);
+      for (size_t j = 0; j < n; ++j) REQUIRE(x[j] == before[j] * -1.5f);
+    }
+}
+
+TEST_CASE("every kernel set agrees with its scalar twin", "[kernels]") {
+  const KernelSet& scalar = attn::kernels::kScalarKernels;
+  for (const KernelSet* set : kernel_sets())
+    for (size_t n : kSizes) {
+      INFO(set->name << " n=" << n);
+      const std::vector<float> A = random_floats(n * n, 10), B = random_floats(n * n, 11);
+      std::vector<float> C1(n * n), C2(n * n);
+      scalar.gemm_nt(n, n, n, A.data(), n, B.data(), n, C1.data(), n);
+      set->gemm_nt(n, n, n, A.data(), n, B.data(), n, C2.data(), n);
+      for (size_t i = 0; i < n * n; ++i) REQUIRE(std::fabs(C1[i] - C2[i]) <= 1e-5f);
+      scalar.gemm_nn(n, n, n, A.data(), n, B.data(), n, C1.data(), n, false);
+      set->gemm_nn(n, n, n, A.data(), n, B.data(), n, C2.data(), n, false);
+      for (size_t i = 0; i < n * n; ++i) REQUIRE(std::fabs(C1[i] - C2[i]) <= 1e-5f);
+      std::vector<float> s1 = random_floats(n, 12, -10, 0), s2 = s1;
+      REQUIRE(std::fabs(scalar.exp_sum(s1.data(), n, 0.0f) - set->exp_sum(s2.data(), n, 0.0f)) <= 1e-6f * n);
+      for (size_t j = 0; j < n; ++j) REQUIRE(std::fabs(s1[j] - s2[j]) <= 2e-7f);
+    }
+}
