@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "attention.h"
+#include "parallel.h"
 
 namespace {
 
@@ -77,6 +78,7 @@ val sdpa(uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value, int 
 
 EMSCRIPTEN_BINDINGS(attention) {
   emscripten::constant("_maxRank", attn::kMaxRank);
+  emscripten::function("_setThreadCount", &attn::set_thread_count);
   emscripten::function("_sdpaCheck", &sdpa_check);
   emscripten::function("_sdpa", &sdpa);
 }

@@ -25,7 +25,9 @@ export async function init(opts) {
     throw new AttentionError('wasmBaseUrl', 'a string or URL', describe(opts.wasmBaseUrl));
   const build = await chooseBuild({ threads, allowSimd });
   const wasm = await instantiate(build, { threads, wasmBaseUrl: opts.wasmBaseUrl });
-  return new Attention(wasm, { simd: build !== 'scalar', threads: build === 'threads' ? threads : 1, version: VERSION });
+  // Builds without threads report 1 whatever was asked.
+  const threadsInUse = wasm._setThreadCount(threads);
+  return new Attention(wasm, { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });
 }
 
 function maskType(mask) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "kernels/kernels.h"
+#include "parallel.h"
 
 namespace attn {
 namespace {
@@ -45,106 +46,106 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
     if (hidden[r]) std::fill(output_tile + r * p.dv, output_tile + (r + 1) * p.dv, 0.0f);
 }
 
-// Materialising path: scores go straight into the caller's weights buffer, which doubles as
-// scratch, so the only extra memory is one bias row of m floats.
-void attend_with_weights(const AttentionBlocks& p, int64_t b, float* bias, float* weights, float* output) {
+// Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the caller's
+// weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats.
+void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float* bias, float* weights, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const float* Q = p.query + b * p.n * p.d;
   const float* K = p.key + b * p.m * p.d;
   const float* V = p.value + b * p.m * p.dv;
   float* W = weights + b * p.n * p.m;
   float* O = output + b * p.n * p.dv;
-  for (int64_t i0 = 0; i0 < p.n; i0 += kQueryTile) {
-    const int64_t rows = std::min(kQueryTile, p.n - i0);
-    bool hidden[kQueryTile];
-    k.gemm_nt(rows, p.m, p.d, Q + i0 * p.d, p.d, K, p.d, W + i0 * p.m, p.m);
-    for (int64_t r = 0; r < rows; ++r) {
-      float* row = W + (i0 + r) * p.m;
-      int64_t visible = 0;
-      const float* row_mask = row_bias(p, b, i0 + r, 0, p.m, bias, &visible);
-      hidden[r] = visible == 0;
-      if (hidden[r]) {
-        std::fill(row, row + p.m, 0.0f);
-        continue;
-      }
-      const float max = k.scale_bias_max(row, row_mask, p.m, p.scale);
-      k.scale(row, p.m, 1.0f / k.exp_sum(row, p.m, max));
-      if (dropout_active(p)) p.dropout->apply(row, p.m, (b * p.n + i0 + r) * p.m);
+  const int64_t rows = std::min(kQueryTile, p.n - i0);
+  bool hidden[kQueryTile];
+  k.gemm_nt(rows, p.m, p.d, Q + i0 * p.d, p.d, K, p.d, W + i0 * p.m, p.m);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = W + (i0 + r) * p.m;
+    int64_t visible = 0;
+    const float* row_mask = row_bias(p, b, i0 + r, 0, p.m, bias, &visible);
+    hidden[r] = visible == 0;
+    if (hidden[r]) {
+      std::fill(row, row + p.m, 0.0f);
+      continue;
     }
-    k.gemm_nn(rows, p.dv, p.m, W + i0 * p.m, p.m, V, p.dv, O + i0 * p.dv, p.dv, false);
-    zero_hidden_rows(p, hidden, rows, O + i0 * p.dv);
+    const float max = k.scale_bias_max(row, row_mask, p.m, p.scale);
+    k.scale(row, p.m, 1.0f / k.exp_sum(row, p.m, max));
+    if (dropout_active(p)) p.dropout->apply(row, p.m, (b * p.n + i0 + r) * p.m);
   }
+  k.gemm_nn(rows, p.dv, p.m, W + i0 * p.m, p.m, V, p.dv, O + i0 * p.dv, p.dv, false);
+  zero_hidden_rows(p, hidden, rows, O + i0 * p.dv);
 }
 
-// Streaming path (online softmax, as in FlashAttention): for each query tile, key tiles are folded
-// into a running max, a running sum and an unnormalised output, which is rescaled whenever the max
-// grows. Scratch is one score tile and one bias row, whatever n and m are.
-void attend_streaming(const AttentionBlocks& p, int64_t b, float* scores, float* bias, float* output) {
+// Streaming path (online softmax, as in FlashAttention) for queries [i0, i0 + 32) of block b: key
+// tiles are folded into a running max, a running sum and an unnormalised output, which is rescaled
+// whenever the max grows. Scratch is one score tile and one bias row, whatever n and m are.
+void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* scores, float* bias, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const float* Q = p.query + b * p.n * p.d;
   const float* K = p.key + b * p.m * p.d;
   const float* V = p.value + b * p.m * p.dv;
   float* O = output + b * p.n * p.dv;
-  for (int64_t i0 = 0; i0 < p.n; i0 += kQueryTile) {
-    const int64_t rows = std::min(kQueryTile, p.n - i0);
-    float* out = O + i0 * p.dv;
-    std::fill(out, out + rows * p.dv, 0.0f);
-    float running_max[kQueryTile], running_sum[kQueryTile];
-    int64_t visible_total[kQueryTile];
-    std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
-    std::fill(running_sum, running_sum + rows, 0.0f);
-    std::fill(visible_total, visible_total + rows, 0);
-    // Under the causal rule no query of this tile sees a key at or past i0 + rows: skip those tiles.
-    const int64_t key_end = (p.mask && p.mask->causal()) ? std::min(p.m, i0 + rows) : p.m;
-    for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
-      const int64_t cols = std::min(kKeyTile, key_end - j0);
-      k.gemm_nt(rows, cols, p.d, Q + i0 * p.d, p.d, K + j0 * p.d, p.d, scores, kKeyTile);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* s = scores + r * kKeyTile;
-        int64_t visible = 0;
-        const float* row_mask = row_bias(p, b, i0 + r, j0, j0 + cols, bias, &visible);
-        if (visible == 0) {  // contributes nothing, and must not disturb the running max
-          std::fill(s, s + cols, 0.0f);
-          continue;
-        }
-        visible_total[r] += visible;
-        const float tile_max = k.scale_bias_max(s, row_mask, cols, p.scale);
-        const float old_max = running_max[r];
-        const float new_max = std::isnan(tile_max) ? tile_max : std::max(old_max, tile_max);
-        const float tile_sum = k.exp_sum(s, cols, new_max);
-        if (old_max != new_max) {
-          const float rescale = std::exp(old_max - new_max);
-          running_sum[r] *= rescale;
-          k.scale(out + r * p.dv, p.dv, rescale);
-        }
-        running_sum[r] += tile_sum;
-        running_max[r] = new_max;
-        if (dropout_active(p)) p.dropout->apply(s, cols, (b * p.n + i0 + r) * p.m + j0);
-      }
-      k.gemm_nn(rows, p.dv, cols, scores, kKeyTile, V + j0 * p.dv, p.dv, out, p.dv, true);
-    }
-    bool hidden[kQueryTile];
+  const int64_t rows = std::min(kQueryTile, p.n - i0);
+  float* out = O + i0 * p.dv;
+  std::fill(out, out + rows * p.dv, 0.0f);
+  float running_max[kQueryTile], running_sum[kQueryTile];
+  int64_t visible_total[kQueryTile];
+  std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
+  std::fill(running_sum, running_sum + rows, 0.0f);
+  std::fill(visible_total, visible_total + rows, 0);
+  // Under the causal rule no query of this tile sees a key at or past i0 + rows: skip those tiles.
+  const int64_t key_end = (p.mask && p.mask->causal()) ? std::min(p.m, i0 + rows) : p.m;
+  for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
+    const int64_t cols = std::min(kKeyTile, key_end - j0);
+    k.gemm_nt(rows, cols, p.d, Q + i0 * p.d, p.d, K + j0 * p.d, p.d, scores, kKeyTile);
     for (int64_t r = 0; r < rows; ++r) {
-      hidden[r] = visible_total[r] == 0;
-      if (!hidden[r]) k.scale(out + r * p.dv, p.dv, 1.0f / running_sum[r]);
+      float* s = scores + r * kKeyTile;
+      int64_t visible = 0;
+      const float* row_mask = row_bias(p, b, i0 + r, j0, j0 + cols, bias, &visible);
+      if (visible == 0) {  // contributes nothing, and must not disturb the running max
+        std::fill(s, s + cols, 0.0f);
+        continue;
+      }
+      visible_total[r] += visible;
+      const float tile_max = k.scale_bias_max(s, row_mask, cols, p.scale);
+      const float old_max = running_max[r];
+      const float new_max = std::isnan(tile_max) ? tile_max : std::max(old_max, tile_max);
+      const float tile_sum = k.exp_sum(s, cols, new_max);
+      if (old_max != new_max) {
+        const float rescale = std::exp(old_max - new_max);
+        running_sum[r] *= rescale;
+        k.scale(out + r * p.dv, p.dv, rescale);
+      }
+      running_sum[r] += tile_sum;
+      running_max[r] = new_max;
+      if (dropout_active(p)) p.dropout->apply(s, cols, (b * p.n + i0 + r) * p.m + j0);
     }
-    zero_hidden_rows(p, hidden, rows, out);
+    k.gemm_nn(rows, p.dv, cols, scores, kKeyTile, V + j0 * p.dv, p.dv, out, p.dv, true);
   }
+  bool hidden[kQueryTile];
+  for (int64_t r = 0; r < rows; ++r) {
+    hidden[r] = visible_total[r] == 0;
+    if (!hidden[r]) k.scale(out + r * p.dv, p.dv, 1.0f / running_sum[r]);
+  }
+  zero_hidden_rows(p, hidden, rows, out);
 }
 
 }  // namespace
 
 Status attend(const AttentionBlocks& p, float* output, float* weights) {
-  if (weights) {
-    Scratch bias = allocate(p.m);
-    if (!bias) return Status::no_memory("attention scratch", std::to_string(p.m * 4) + " bytes");
-    for (int64_t b = 0; b < p.batch; ++b) attend_with_weights(p, b, bias.get(), weights, output);
-    return Status::success();
-  }
-  Scratch scores = allocate(kQueryTile * kKeyTile + kKeyTile);
-  if (!scores) return Status::no_memory("attention scratch", std::to_string((kQueryTile + 1) * kKeyTile * 4) + " bytes");
-  for (int64_t b = 0; b < p.batch; ++b)
-    attend_streaming(p, b, scores.get(), scores.get() + kQueryTile * kKeyTile, output);
+  // Work items are (block, query tile) pairs; each thread gets its own scratch.
+  const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
+  const int64_t per_thread = weights ? p.m : kQueryTile * kKeyTile + kKeyTile;
+  const int threads = thread_count();
+  Scratch scratch = allocate(per_thread * threads);
+  if (!scratch) return Status::no_memory("attention scratch", std::to_string(per_thread * threads * 4) + " bytes");
+  parallel_for(p.batch * tiles, [&](int64_t item, int worker) {
+    const int64_t b = item / tiles, i0 = (item % tiles) * kQueryTile;
+    float* mine = scratch.get() + worker * per_thread;
+    if (weights)
+      attend_with_weights(p, b, i0, mine, weights, output);
+    else
+      attend_streaming(p, b, i0, mine, mine + kQueryTile * kKeyTile, output);
+  });
   return Status::success();
 }
 

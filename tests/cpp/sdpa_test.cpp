@@ -8,6 +8,7 @@
 
 #include "attention.h"
 #include "fixtures.h"
+#include "parallel.h"
 
 namespace {
 
@@ -168,3 +169,26 @@ TEST_CASE("NaN in the data propagates as in PyTorch; a hidden query still gets z
     }
   }
 }
+
+#if ATTENTION_THREADS
+TEST_CASE("threads split the work without changing a bit of the result", "[sdpa][threads]") {
+  const auto q = random_tensor({3, 2, 100, 16}, 14), k = random_tensor({3, 2, 150, 16}, 15),
+             v = random_tensor({3, 2, 150, 8}, 16);
+  attn::SdpaOptions options;
+  options.is_causal = true;
+  options.dropout_p = 0.1f;
+  options.seed = 7;
+  REQUIRE(attn::set_thread_count(1) == 1);
+  const Result one_weights = run(q.view(), k.view(), v.view(), options, true);
+  const Result one_streaming = run(q.view(), k.view(), v.view(), options, false);
+  REQUIRE(attn::set_thread_count(3) == 3);
+  for (int repeat = 0; repeat < 3; ++repeat) {  // the pool is reused across calls
+    const Result weights = run(q.view(), k.view(), v.view(), options, true);
+    const Result streaming = run(q.view(), k.view(), v.view(), options, false);
+    CHECK(weights.output == one_weights.output);
+    CHECK(weights.weights == one_weights.weights);
+    CHECK(streaming.output == one_streaming.output);
+  }
+  REQUIRE(attn::set_thread_count(1) == 1);
+}
+#endif

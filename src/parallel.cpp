@@ -1,0 +1,115 @@
+#include "parallel.h"
+
+#include <algorithm>
+
+#if ATTENTION_THREADS
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+#endif
+
+namespace attn {
+
+#if ATTENTION_THREADS
+namespace {
+
+// Workers are started once and then wait for jobs: starting a thread per call would, under
+// Emscripten, need the browser's event loop to hand a used worker back to the pool.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) {
+    for (int worker = 1; worker < threads; ++worker) threads_.emplace_back([this, worker] { serve(worker); });
+  }
+
+  ~ThreadPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  int size() const { return static_cast<int>(threads_.size()) + 1; }
+
+  void run(int64_t count, const std::function<void(int64_t, int)>& work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      work_ = &work;
+      count_ = count;
+      next_.store(0);
+      busy_ = static_cast<int>(threads_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    drain(0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return busy_ == 0; });
+    work_ = nullptr;
+  }
+
+ private:
+  void drain(int worker) {
+    for (int64_t item = next_.fetch_add(1); item < count_; item = next_.fetch_add(1)) (*work_)(item, worker);
+  }
+
+  void serve(int worker) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+      }
+      drain(worker);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t, int)>* work_ = nullptr;
+  int64_t count_ = 0;
+  std::atomic<int64_t> next_{0};
+  int busy_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+std::unique_ptr<ThreadPool> pool;
+
+}  // namespace
+
+int set_thread_count(int threads) {
+  threads = std::clamp(threads, 1, kMaxThreads);
+  if (threads != thread_count()) pool = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
+  return thread_count();
+}
+
+int thread_count() { return pool ? pool->size() : 1; }
+
+void parallel_for(int64_t count, const std::function<void(int64_t, int)>& work) {
+  if (!pool || count <= 1) {
+    for (int64_t item = 0; item < count; ++item) work(item, 0);
+    return;
+  }
+  pool->run(count, work);
+}
+
+#else
+
+int set_thread_count(int) { return 1; }
+int thread_count() { return 1; }
+void parallel_for(int64_t count, const std::function<void(int64_t, int)>& work) {
+  for (int64_t item = 0; item < count; ++item) work(item, 0);
+}
+
+#endif
+
+}  // namespace attn
