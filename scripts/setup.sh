@@ -21,7 +21,7 @@ fi
 echo "setup: installing ${missing[*]} (Debian packages)..."
 export DEBIAN_FRONTEND=noninteractive
 log=$(mktemp)
-if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+if ! { apt-get update -qq && apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
   tail -n 30 "$log" >&2
   echo "setup: apt-get failed installing ${missing[*]}" >&2
   exit 1

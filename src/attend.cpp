@@ -38,6 +38,18 @@ const float* row_bias(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j0
   return bias;
 }
 
+// Block b's slices of Q, K, V and the output.
+struct Block {
+  const float* query;
+  const float* key;
+  const float* value;
+  float* output;
+};
+
+Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
+  return {p.query + b * p.n * p.d, p.key + b * p.m * p.d, p.value + b * p.m * p.dv, output + b * p.n * p.dv};
+}
+
 bool dropout_active(const AttentionBlocks& p) { return p.dropout && p.dropout->active(); }
 
 // Zero weights times an infinite value would give NaN; a query that sees no key outputs zeros.
@@ -50,11 +62,8 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
 // weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats.
 void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float* bias, float* weights, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
-  const float* Q = p.query + b * p.n * p.d;
-  const float* K = p.key + b * p.m * p.d;
-  const float* V = p.value + b * p.m * p.dv;
+  const auto [Q, K, V, O] = block_of(p, b, output);
   float* W = weights + b * p.n * p.m;
-  float* O = output + b * p.n * p.dv;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
   k.gemm_nt(rows, p.m, p.d, Q + i0 * p.d, p.d, K, p.d, W + i0 * p.m, p.m);
@@ -80,10 +89,7 @@ void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float*
 // whenever the max grows. Scratch is one score tile and one bias row, whatever n and m are.
 void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* scores, float* bias, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
-  const float* Q = p.query + b * p.n * p.d;
-  const float* K = p.key + b * p.m * p.d;
-  const float* V = p.value + b * p.m * p.dv;
-  float* O = output + b * p.n * p.dv;
+  const auto [Q, K, V, O] = block_of(p, b, output);
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   float* out = O + i0 * p.dv;
   std::fill(out, out + rows * p.dv, 0.0f);
