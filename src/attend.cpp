@@ -38,35 +38,43 @@ const float* row_bias(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j0
   return bias;
 }
 
-// Block b's slices of Q, K, V and the output.
+// Block b's first rows of Q, K, V and the output, and their row strides.
 struct Block {
   const float* query;
   const float* key;
   const float* value;
   float* output;
+  size_t ldq, ldk, ldv, ldo;
 };
 
 Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
-  return {p.query + b * p.n * p.d, p.key + b * p.m * p.d, p.value + b * p.m * p.dv, output + b * p.n * p.dv};
+  return {p.query + p.query_layout.offset(b),
+          p.key + p.key_layout.offset(b),
+          p.value + p.value_layout.offset(b),
+          output + p.output_layout.offset(b),
+          static_cast<size_t>(p.query_layout.row_stride),
+          static_cast<size_t>(p.key_layout.row_stride),
+          static_cast<size_t>(p.value_layout.row_stride),
+          static_cast<size_t>(p.output_layout.row_stride)};
 }
 
 bool dropout_active(const AttentionBlocks& p) { return p.dropout && p.dropout->active(); }
 
 // Zero weights times an infinite value would give NaN; a query that sees no key outputs zeros.
-void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows, float* output_tile) {
+void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows, float* output_tile, size_t ldo) {
   for (int64_t r = 0; r < rows; ++r)
-    if (hidden[r]) std::fill(output_tile + r * p.dv, output_tile + (r + 1) * p.dv, 0.0f);
+    if (hidden[r]) std::fill(output_tile + r * ldo, output_tile + r * ldo + p.dv, 0.0f);
 }
 
 // Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the caller's
 // weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats.
 void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float* bias, float* weights, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
-  const auto [Q, K, V, O] = block_of(p, b, output);
+  const auto [Q, K, V, O, ldq, ldk, ldv, ldo] = block_of(p, b, output);
   float* W = weights + b * p.n * p.m;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
-  k.gemm_nt(rows, p.m, p.d, Q + i0 * p.d, p.d, K, p.d, W + i0 * p.m, p.m);
+  k.gemm_nt(rows, p.m, p.d, Q + i0 * ldq, ldq, K, ldk, W + i0 * p.m, p.m);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
     int64_t visible = 0;
@@ -80,8 +88,8 @@ void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float*
     k.scale(row, p.m, 1.0f / k.exp_sum(row, p.m, max));
     if (dropout_active(p)) p.dropout->apply(row, p.m, (b * p.n + i0 + r) * p.m);
   }
-  k.gemm_nn(rows, p.dv, p.m, W + i0 * p.m, p.m, V, p.dv, O + i0 * p.dv, p.dv, false);
-  zero_hidden_rows(p, hidden, rows, O + i0 * p.dv);
+  k.gemm_nn(rows, p.dv, p.m, W + i0 * p.m, p.m, V, ldv, O + i0 * ldo, ldo, false);
+  zero_hidden_rows(p, hidden, rows, O + i0 * ldo, ldo);
 }
 
 // Streaming path (online softmax, as in FlashAttention) for queries [i0, i0 + 32) of block b: key
@@ -89,10 +97,10 @@ void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float*
 // whenever the max grows. Scratch is one score tile and one bias row, whatever n and m are.
 void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* scores, float* bias, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
-  const auto [Q, K, V, O] = block_of(p, b, output);
+  const auto [Q, K, V, O, ldq, ldk, ldv, ldo] = block_of(p, b, output);
   const int64_t rows = std::min(kQueryTile, p.n - i0);
-  float* out = O + i0 * p.dv;
-  std::fill(out, out + rows * p.dv, 0.0f);
+  float* out = O + i0 * ldo;
+  for (int64_t r = 0; r < rows; ++r) std::fill(out + r * ldo, out + r * ldo + p.dv, 0.0f);
   float running_max[kQueryTile], running_sum[kQueryTile];
   int64_t visible_total[kQueryTile];
   std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
@@ -102,7 +110,7 @@ void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* sc
   const int64_t key_end = (p.mask && p.mask->causal()) ? std::min(p.m, i0 + rows) : p.m;
   for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
     const int64_t cols = std::min(kKeyTile, key_end - j0);
-    k.gemm_nt(rows, cols, p.d, Q + i0 * p.d, p.d, K + j0 * p.d, p.d, scores, kKeyTile);
+    k.gemm_nt(rows, cols, p.d, Q + i0 * ldq, ldq, K + j0 * ldk, ldk, scores, kKeyTile);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
       int64_t visible = 0;
@@ -119,20 +127,20 @@ void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* sc
       if (old_max != new_max) {
         const float rescale = std::exp(old_max - new_max);
         running_sum[r] *= rescale;
-        k.scale(out + r * p.dv, p.dv, rescale);
+        k.scale(out + r * ldo, p.dv, rescale);
       }
       running_sum[r] += tile_sum;
       running_max[r] = new_max;
       if (dropout_active(p)) p.dropout->apply(s, cols, (b * p.n + i0 + r) * p.m + j0);
     }
-    k.gemm_nn(rows, p.dv, cols, scores, kKeyTile, V + j0 * p.dv, p.dv, out, p.dv, true);
+    k.gemm_nn(rows, p.dv, cols, scores, kKeyTile, V + j0 * ldv, ldv, out, ldo, true);
   }
   bool hidden[kQueryTile];
   for (int64_t r = 0; r < rows; ++r) {
     hidden[r] = visible_total[r] == 0;
-    if (!hidden[r]) k.scale(out + r * p.dv, p.dv, 1.0f / running_sum[r]);
+    if (!hidden[r]) k.scale(out + r * ldo, p.dv, 1.0f / running_sum[r]);
   }
-  zero_hidden_rows(p, hidden, rows, out);
+  zero_hidden_rows(p, hidden, rows, out, ldo);
 }
 
 }  // namespace

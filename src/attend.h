@@ -10,19 +10,33 @@
 
 namespace attn {
 
-// B blocks of contiguous, row-major Q [n, d], K [m, d], V [m, dv] and output [n, dv]; block b of
-// each starts at b times its block size.
+// Where each block's rows sit in a buffer. Block b is split into (group, head) = (b / heads,
+// b % heads), so that heads interleaved in a [L, N, E] projection are read in place: row r of block
+// b starts at group * group_stride + head * head_stride + r * row_stride. Rows are contiguous.
+struct BlockLayout {
+  int64_t heads = 1;
+  int64_t group_stride = 0;
+  int64_t head_stride = 0;
+  int64_t row_stride = 0;
+
+  // Blocks of [rows, cols] stored one after the other.
+  static BlockLayout contiguous(int64_t rows, int64_t cols) { return {1, rows * cols, 0, cols}; }
+  int64_t offset(int64_t block) const { return (block / heads) * group_stride + (block % heads) * head_stride; }
+};
+
+// B blocks of Q [n, d], K [m, d], V [m, dv] and output [n, dv], each placed by its layout.
 struct AttentionBlocks {
   int64_t batch = 0, n = 0, m = 0, d = 0, dv = 0;
   const float* query = nullptr;
   const float* key = nullptr;
   const float* value = nullptr;
+  BlockLayout query_layout, key_layout, value_layout, output_layout;
   float scale = 1.0f;
   const ScoreMask* mask = nullptr;
   const Dropout* dropout = nullptr;  // indices run over the weights [B, n, m], row-major
 };
 
-// Writes output [B, n, dv] and, when `weights` is non-null, weights [B, n, m]. Without weights it
+// Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous). Without weights it
 // takes the streaming (online-softmax) path, whose scratch does not depend on n or m. A query
 // that can see no key gets zero weights and a zero output.
 Status attend(const AttentionBlocks& blocks, float* output, float* weights);

@@ -79,6 +79,10 @@ Status scaled_dot_product_attention(const TensorView& query, const TensorView& k
   blocks.query = query.data;
   blocks.key = key.data;
   blocks.value = value.data;
+  blocks.query_layout = BlockLayout::contiguous(blocks.n, blocks.d);
+  blocks.key_layout = BlockLayout::contiguous(blocks.m, blocks.d);
+  blocks.value_layout = BlockLayout::contiguous(blocks.m, blocks.dv);
+  blocks.output_layout = BlockLayout::contiguous(blocks.n, blocks.dv);
   blocks.scale = options.scale ? *options.scale : 1.0f / std::sqrt(static_cast<float>(blocks.d));
   blocks.mask = &mask;
   blocks.dropout = &dropout;
