@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
-#include <memory>
 
+#include "buffer.h"
 #include "kernels/kernels.h"
 #include "parallel.h"
 
@@ -15,16 +14,6 @@ namespace {
 // A query tile of 32 rows against a key tile of 128 keys keeps the score tile at 16 KiB.
 constexpr int64_t kQueryTile = 32;
 constexpr int64_t kKeyTile = 128;
-
-struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
-};
-using Scratch = std::unique_ptr<float, FreeDeleter>;
-
-// The core is built without exceptions, so scratch comes from malloc and failure is a Status.
-Scratch allocate(int64_t floats) {
-  return Scratch(static_cast<float*>(std::malloc(static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float))));
-}
 
 // Bias for keys [j0, j1) of query i, or null when nothing is masked; `visible` gets the number of
 // keys the query may see.
@@ -58,6 +47,16 @@ Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
           static_cast<size_t>(p.output_layout.row_stride)};
 }
 
+void compute_scores(const AttentionBlocks& p, const Block& block, int64_t b, int64_t i0, int64_t rows, int64_t j0,
+                    int64_t cols, float* scores, size_t ld) {
+  if (p.score) {
+    (*p.score)(b, i0, rows, j0, cols, scores, ld);
+    return;
+  }
+  kernels::active_kernels().gemm_nt(rows, cols, p.d, block.query + i0 * block.ldq, block.ldq, block.key + j0 * block.ldk,
+                                    block.ldk, scores, ld);
+}
+
 bool dropout_active(const AttentionBlocks& p) { return p.dropout && p.dropout->active(); }
 
 // Zero weights times an infinite value would give NaN; a query that sees no key outputs zeros.
@@ -70,11 +69,14 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
 // weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats.
 void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float* bias, float* weights, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
-  const auto [Q, K, V, O, ldq, ldk, ldv, ldo] = block_of(p, b, output);
+  const Block block = block_of(p, b, output);
+  const float* V = block.value;
+  float* O = block.output;
+  const size_t ldv = block.ldv, ldo = block.ldo;
   float* W = weights + b * p.n * p.m;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
-  k.gemm_nt(rows, p.m, p.d, Q + i0 * ldq, ldq, K, ldk, W + i0 * p.m, p.m);
+  compute_scores(p, block, b, i0, rows, 0, p.m, W + i0 * p.m, p.m);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
     int64_t visible = 0;
@@ -97,7 +99,10 @@ void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float*
 // whenever the max grows. Scratch is one score tile and one bias row, whatever n and m are.
 void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* scores, float* bias, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
-  const auto [Q, K, V, O, ldq, ldk, ldv, ldo] = block_of(p, b, output);
+  const Block block = block_of(p, b, output);
+  const float* V = block.value;
+  float* O = block.output;
+  const size_t ldv = block.ldv, ldo = block.ldo;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   float* out = O + i0 * ldo;
   for (int64_t r = 0; r < rows; ++r) std::fill(out + r * ldo, out + r * ldo + p.dv, 0.0f);
@@ -106,11 +111,11 @@ void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* sc
   std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
   std::fill(running_sum, running_sum + rows, 0.0f);
   std::fill(visible_total, visible_total + rows, 0);
-  // Under the causal rule no query of this tile sees a key at or past i0 + rows: skip those tiles.
-  const int64_t key_end = (p.mask && p.mask->causal()) ? std::min(p.m, i0 + rows) : p.m;
-  for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
-    const int64_t cols = std::min(kKeyTile, key_end - j0);
-    k.gemm_nt(rows, cols, p.d, Q + i0 * ldq, ldq, K + j0 * ldk, ldk, scores, kKeyTile);
+  for (int64_t j0 = 0; j0 < p.m; j0 += kKeyTile) {
+    const int64_t cols = std::min(kKeyTile, p.m - j0);
+    // Under the causal rule, key tiles past the tile's last query are skipped: half the work.
+    if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
+    compute_scores(p, block, b, i0, rows, j0, cols, scores, kKeyTile);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
       int64_t visible = 0;
@@ -150,11 +155,12 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
   const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
   const int64_t per_thread = weights ? p.m : kQueryTile * kKeyTile + kKeyTile;
   const int threads = thread_count();
-  Scratch scratch = allocate(per_thread * threads);
-  if (!scratch) return Status::no_memory("attention scratch", std::to_string(per_thread * threads * 4) + " bytes");
+  FloatBuffer scratch;
+  Status status = scratch.allocate(per_thread * threads, "attention scratch");
+  if (!status.ok()) return status;
   parallel_for(p.batch * tiles, [&](int64_t item, int worker) {
     const int64_t b = item / tiles, i0 = (item % tiles) * kQueryTile;
-    float* mine = scratch.get() + worker * per_thread;
+    float* mine = scratch.data() + worker * per_thread;
     if (weights)
       attend_with_weights(p, b, i0, mine, weights, output);
     else

@@ -2,7 +2,9 @@
 // independent blocks, either materialising the weights or streaming over key tiles.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "dropout.h"
 #include "mask.h"
@@ -24,6 +26,11 @@ struct BlockLayout {
   int64_t offset(int64_t block) const { return (block / heads) * group_stride + (block % heads) * head_stride; }
 };
 
+// Unscaled scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) of block b, written to
+// `scores` with row stride `ld`. Operators whose scores are not Q·Kᵀ (additive, relative) give one.
+using ScoreFunction =
+    std::function<void(int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* scores, size_t ld)>;
+
 // B blocks of Q [n, d], K [m, d], V [m, dv] and output [n, dv], each placed by its layout.
 struct AttentionBlocks {
   int64_t batch = 0, n = 0, m = 0, d = 0, dv = 0;
@@ -34,6 +41,7 @@ struct AttentionBlocks {
   float scale = 1.0f;
   const ScoreMask* mask = nullptr;
   const Dropout* dropout = nullptr;  // indices run over the weights [B, n, m], row-major
+  const ScoreFunction* score = nullptr;  // null: Q·Kᵀ from query and key
 };
 
 // Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous). Without weights it

@@ -1,6 +1,7 @@
 #include "mask.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 namespace attn {
@@ -28,6 +29,17 @@ BroadcastMask::BroadcastMask(const MaskView& mask, const Shape& scores) : view_(
     strides[scores.rank - k] = (dim == 1) ? 0 : stride;
     stride *= dim;
   }
+  set_strides(scores, strides);
+}
+
+BroadcastMask BroadcastMask::with_strides(const MaskView& mask, const Shape& scores, const int64_t* strides) {
+  BroadcastMask result;
+  result.view_ = mask;
+  result.set_strides(scores, strides);
+  return result;
+}
+
+void BroadcastMask::set_strides(const Shape& scores, const int64_t* strides) {
   key_stride_ = strides[scores.rank - 1];
   query_stride_ = strides[scores.rank - 2];
   leading_rank_ = scores.rank - 2;
@@ -53,6 +65,7 @@ void ScoreMask::add(const BroadcastMask& mask) {
 int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const {
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   for (int64_t j = j0; j < j1; ++j) bias[j - j0] = 0.0f;
+  const int64_t masked_end = std::min(j1, width_);  // keys [j0, masked_end) are subject to masks
   for (int k = 0; k < count_; ++k) {
     const BroadcastMask& mask = masks_[k];
     const int64_t stride = mask.key_stride();
@@ -60,15 +73,15 @@ int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, f
     if (mask.view().type == MaskType::boolean) {
       const auto* bytes = static_cast<const uint8_t*>(mask.view().data) + base;
       const bool masked_value = mask.view().true_means_masked;
-      for (int64_t j = 0; j < j1 - j0; ++j)
+      for (int64_t j = 0; j < masked_end - j0; ++j)
         if ((bytes[j * stride] != 0) == masked_value) bias[j] = kMasked;
     } else {
       const float* values = static_cast<const float*>(mask.view().data) + base;
-      for (int64_t j = 0; j < j1 - j0; ++j) bias[j] += values[j * stride];
+      for (int64_t j = 0; j < masked_end - j0; ++j) bias[j] += values[j * stride];
     }
   }
   if (causal_)
-    for (int64_t j = std::max(j0, i + 1); j < j1; ++j) bias[j - j0] = kMasked;
+    for (int64_t j = std::max(j0, i + 1); j < masked_end; ++j) bias[j - j0] = kMasked;
   int64_t visible = 0;
   for (int64_t j = 0; j < j1 - j0; ++j) visible += bias[j] != kMasked;
   return visible;

@@ -15,6 +15,9 @@ class BroadcastMask {
   BroadcastMask() = default;
   // Assumes check() passed.
   BroadcastMask(const MaskView& mask, const Shape& scores);
+  // A mask laid out differently from the scores: `strides` gives, for each axis of `scores`, the
+  // step in mask elements (0 to broadcast).
+  static BroadcastMask with_strides(const MaskView& mask, const Shape& scores, const int64_t* strides);
 
   const MaskView& view() const { return view_; }
   // Offset of element [batch..., i, 0], where `batch` indexes the flattened leading dimensions.
@@ -22,6 +25,8 @@ class BroadcastMask {
   int64_t key_stride() const { return key_stride_; }
 
  private:
+  void set_strides(const Shape& scores, const int64_t* strides);
+
   MaskView view_;
   int leading_rank_ = 0;
   int64_t leading_dims_[kMaxRank] = {};
@@ -31,14 +36,18 @@ class BroadcastMask {
 };
 
 // Everything that can hide a key from a query: up to two broadcast masks (MultiheadAttention
-// merges an attention mask with a key padding mask) and the causal rule j <= i.
+// merges an attention mask with a key padding mask) and the causal rule j <= i. Masks and the
+// causal rule cover the first `width` keys; keys past them (the bias_k and zero-attention columns
+// MultiheadAttention appends) are always visible.
 class ScoreMask {
  public:
   void add(const BroadcastMask& mask);
   void set_causal(bool causal) { causal_ = causal; }
+  void set_width(int64_t width) { width_ = width; }
 
   bool empty() const { return count_ == 0 && !causal_; }
-  bool causal() const { return causal_; }
+  // True when the causal rule hides keys [j0, j1) from every query up to `last_query`.
+  bool hides_keys(int64_t last_query, int64_t j0, int64_t j1) const { return causal_ && j0 > last_query && j1 <= width_; }
   // Writes bias[j - j0] for keys [j0, j1) of query i in leading block `batch`: the sum of the
   // additive masks, or -inf where any mask hides the key. Returns how many keys stay visible.
   int64_t fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const;
@@ -48,6 +57,7 @@ class ScoreMask {
   BroadcastMask masks_[kMaxMasks];
   int count_ = 0;
   bool causal_ = false;
+  int64_t width_ = INT64_MAX;
 };
 
 }  // namespace attn

@@ -84,6 +84,34 @@ std::vector<SdpaCase> load_sdpa_cases() {
   return cases;
 }
 
+std::vector<attn::NamedTensor> ModuleCase::named_state_dict() const {
+  std::vector<attn::NamedTensor> named;
+  for (const auto& [name, tensor] : state_dict) named.push_back({name, tensor.view()});
+  return named;
+}
+
+std::vector<ModuleCase> load_module_cases(const std::string& name) {
+  std::vector<ModuleCase> cases;
+  const json file = read(name);
+  for (const json& c : file.at("cases")) {
+    ModuleCase mc;
+    mc.name = c.at("name");
+    for (const auto& [key, value] : c.at("config").items()) mc.config[key] = value.is_boolean() ? value.get<bool>() : number(value);
+    for (const auto& [key, value] : c.at("stateDict").items()) mc.state_dict.emplace_back(key, tensor_of(value));
+    for (const auto& [key, value] : c.items()) {
+      if (key == "name" || key == "config" || key == "stateDict" || value.is_null()) continue;
+      if (value.is_boolean())
+        mc.flags[key] = value.get<bool>();
+      else if (value.contains("dtype"))
+        mc.masks[key] = mask_of(value);
+      else
+        mc.tensors[key] = tensor_of(value);
+    }
+    cases.push_back(std::move(mc));
+  }
+  return cases;
+}
+
 double max_relative_error(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
   double worst = 0.0;

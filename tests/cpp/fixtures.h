@@ -1,10 +1,13 @@
 // PyTorch reference fixtures (tests/fixtures/*.json, written by tests/fixtures/generate.py).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "parameters.h"
 #include "tensor.h"
 
 namespace fixtures {
@@ -32,6 +35,23 @@ struct SdpaCase {
 };
 
 std::vector<SdpaCase> load_sdpa_cases();
+
+// A module case: constructor config, state dict, named inputs and masks, expected results. Masks
+// and optional results are absent when the fixture holds null.
+struct ModuleCase {
+  std::string name;
+  std::map<std::string, double> config;  // numbers and booleans (as 0/1)
+  std::vector<std::pair<std::string, Tensor>> state_dict;
+  std::map<std::string, Tensor> tensors;  // inputs and expected results
+  std::map<std::string, Mask> masks;
+  std::map<std::string, bool> flags;       // isCausal, needWeights, averageAttnWeights
+
+  std::vector<attn::NamedTensor> named_state_dict() const;
+  bool has(const std::string& tensor) const { return tensors.count(tensor) > 0; }
+};
+
+// Reads tests/fixtures/<file>: every top-level case field that is a tensor, mask or flag.
+std::vector<ModuleCase> load_module_cases(const std::string& file);
 
 // max |got - want| / (1 + |want|), the contract's error measure; NaN matches NaN only.
 double max_relative_error(const std::vector<float>& got, const std::vector<float>& want);

@@ -1,0 +1,64 @@
+// torch.nn.MultiheadAttention: projections, per-head scaled dot-product attention with PyTorch's
+// mask rules, and the output projection, loaded from its state_dict().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "parameters.h"
+#include "status.h"
+#include "tensor.h"
+
+namespace attn {
+
+struct MultiheadAttentionConfig {
+  int64_t embed_dim = 0;
+  int64_t num_heads = 0;
+  bool bias = true;
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
+  int64_t kdim = 0;  // 0: embed_dim
+  int64_t vdim = 0;  // 0: embed_dim
+  bool batch_first = false;
+  float dropout = 0.0f;
+};
+
+struct MultiheadAttentionOptions {
+  MaskView attn_mask;         // [n, m] or [N*numHeads, n, m]; boolean 1 = not allowed, or additive
+  MaskView key_padding_mask;  // [N, m] ([m] unbatched); boolean 1 = padding, or additive
+  bool need_weights = true;
+  bool average_attn_weights = true;
+  bool is_causal = false;     // adds a causal mask over the m given keys
+  uint64_t seed = 0;          // dropout draws, in training mode
+};
+
+class MultiheadAttention {
+ public:
+  static Status create(const MultiheadAttentionConfig& config, std::unique_ptr<MultiheadAttention>* out);
+
+  const MultiheadAttentionConfig& config() const { return config_; }
+  Status load_state_dict(const std::vector<NamedTensor>& state_dict) { return parameters_.load(state_dict); }
+  void set_training(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
+  // Validates shapes and options and gives the output's and weights' shapes (weights rank 0 when
+  // not asked for). query (L, N, E), (N, L, E) with batch_first, or unbatched (L, E); key and
+  // value likewise with m rows and kdim, vdim features.
+  Status check_forward(const Shape& query, const Shape& key, const Shape& value,
+                       const MultiheadAttentionOptions& options, Shape* output_shape, Shape* weights_shape) const;
+
+  Status forward(const TensorView& query, const TensorView& key, const TensorView& value,
+                 const MultiheadAttentionOptions& options, float* output, float* weights) const;
+
+ private:
+  explicit MultiheadAttention(const MultiheadAttentionConfig& config);
+
+  MultiheadAttentionConfig config_;
+  Parameters parameters_;
+  bool training_ = false;
+  // Parameter indices; -1 where the configuration has no such entry.
+  int in_proj_weight_ = -1, q_proj_weight_ = -1, k_proj_weight_ = -1, v_proj_weight_ = -1;
+  int in_proj_bias_ = -1, bias_k_ = -1, bias_v_ = -1, out_proj_weight_ = -1, out_proj_bias_ = -1;
+};
+
+}  // namespace attn
