@@ -57,14 +57,12 @@ Status MultiheadAttention::create(const MultiheadAttentionConfig& requested, std
   MultiheadAttentionConfig config = requested;
   if (config.kdim == 0) config.kdim = config.embed_dim;
   if (config.vdim == 0) config.vdim = config.embed_dim;
-  if (config.embed_dim <= 0) return Status::invalid("embedDim", "a positive integer", num(config.embed_dim));
-  if (config.num_heads <= 0) return Status::invalid("numHeads", "a positive integer", num(config.num_heads));
+  Status s = first_failure({check_size("embedDim", config.embed_dim), check_size("numHeads", config.num_heads),
+                             check_size("kdim", config.kdim), check_size("vdim", config.vdim),
+                             check_dropout(config.dropout)});
+  if (!s.ok()) return s;
   if (config.embed_dim % config.num_heads != 0)
     return Status::invalid("embedDim", "a multiple of numHeads (" + num(config.num_heads) + ")", num(config.embed_dim));
-  if (config.kdim < 0) return Status::invalid("kdim", "a positive integer", num(config.kdim));
-  if (config.vdim < 0) return Status::invalid("vdim", "a positive integer", num(config.vdim));
-  if (!(config.dropout >= 0.0f && config.dropout < 1.0f))
-    return Status::invalid("dropout", "a number in [0, 1)", std::to_string(config.dropout));
   out->reset(new MultiheadAttention(config));
   return Status::success();
 }
@@ -131,9 +129,10 @@ Status MultiheadAttention::check_forward(const Shape& query, const Shape& key, c
 
 Status MultiheadAttention::forward(const TensorView& query, const TensorView& key, const TensorView& value,
                                    const MultiheadAttentionOptions& options, float* output, float* weights) const {
-  if (!parameters_.loaded()) return Status::invalid("MultiheadAttention", "loadStateDict() before forward()", "no weights");
+  Status status = require_loaded("MultiheadAttention");
+  if (!status.ok()) return status;
   Shape output_shape, weights_shape;
-  Status status = check_forward(query.shape, key.shape, value.shape, options, &output_shape, &weights_shape);
+  status = check_forward(query.shape, key.shape, value.shape, options, &output_shape, &weights_shape);
   if (!status.ok()) return status;
   const MultiheadAttentionConfig& c = config_;
   const bool batched = query.shape.rank == 3;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "parameters.h"
+#include "module.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -32,14 +32,11 @@ struct MultiheadAttentionOptions {
   uint64_t seed = 0;          // dropout draws, in training mode
 };
 
-class MultiheadAttention {
+class MultiheadAttention : public Module {
  public:
   static Status create(const MultiheadAttentionConfig& config, std::unique_ptr<MultiheadAttention>* out);
 
   const MultiheadAttentionConfig& config() const { return config_; }
-  Status load_state_dict(const std::vector<NamedTensor>& state_dict) { return parameters_.load(state_dict); }
-  void set_training(bool training) { training_ = training; }
-  bool training() const { return training_; }
 
   // Validates shapes and options and gives the output's and weights' shapes (weights rank 0 when
   // not asked for). query (L, N, E), (N, L, E) with batch_first, or unbatched (L, E); key and
@@ -54,8 +51,6 @@ class MultiheadAttention {
   explicit MultiheadAttention(const MultiheadAttentionConfig& config);
 
   MultiheadAttentionConfig config_;
-  Parameters parameters_;
-  bool training_ = false;
   // Parameter indices; -1 where the configuration has no such entry.
   int in_proj_weight_ = -1, q_proj_weight_ = -1, k_proj_weight_ = -1, v_proj_weight_ = -1;
   int in_proj_bias_ = -1, bias_k_ = -1, bias_v_ = -1, out_proj_weight_ = -1, out_proj_bias_ = -1;

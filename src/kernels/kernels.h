@@ -28,6 +28,11 @@ struct KernelSet {
 
   // x[j] *= alpha: normalisation and the online-softmax rescale.
   void (*scale)(float* x, size_t n, float alpha);
+
+  // C[i, j] = Σ_k w[k] · tanh(A[i, k] + B[j, k]): additive (Bahdanau) scores from projected
+  // queries A [M, K] and keys B [N, K].
+  void (*tanh_scores)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
+                      const float* w, float* C, size_t ldc);
 };
 
 extern const KernelSet kScalarKernels;

@@ -57,10 +57,20 @@ void scale_scalar(float* x, size_t n, float alpha) {
   for (size_t j = 0; j < n; ++j) x[j] *= alpha;
 }
 
+void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
+                        const float* w, float* C, size_t ldc) {
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (size_t k = 0; k < K; ++k) sum += w[k] * std::tanh(A[i * lda + k] + B[j * ldb + k]);
+      C[i * ldc + j] = sum;
+    }
+}
+
 }  // namespace
 
 const KernelSet kScalarKernels = {
-    "scalar", gemm_nt_scalar, gemm_nn_scalar, scale_bias_max_scalar, exp_sum_scalar, scale_scalar,
+    "scalar", gemm_nt_scalar, gemm_nn_scalar, scale_bias_max_scalar, exp_sum_scalar, scale_scalar, tanh_scores_scalar,
 };
 
 }  // namespace attn::kernels

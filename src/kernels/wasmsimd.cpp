@@ -53,6 +53,14 @@ inline v128_t exp_f32x4(v128_t x) {
   return wasm_v128_andnot(wasm_f32x4_mul(y, two_to_n), underflow);
 }
 
+// tanh(x) = 1 - 2 / (exp(2x) + 1): exact limits ±1 (exp saturates or underflows to 0), absolute
+// error ~1e-7 near 0, and NaN propagates.
+inline v128_t tanh_f32x4(v128_t x) {
+  const v128_t one = wasm_f32x4_splat(1.0f);
+  const v128_t e = exp_f32x4(wasm_f32x4_add(x, x));
+  return wasm_f32x4_sub(one, wasm_f32x4_div(wasm_f32x4_splat(2.0f), wasm_f32x4_add(e, one)));
+}
+
 // One MR x NR block of C = A · Bᵀ: MR·NR dot products accumulated four lanes of K at a time.
 // 2x4 keeps 8 accumulators and 6 operands live, inside the 16 vector registers of x86-64.
 template <int MR, int NR>
@@ -200,6 +208,27 @@ void scale__wasmsimd(float* x, size_t n, float alpha) {
   for (; j < n; ++j) x[j] *= alpha;
 }
 
+void tanh_scores__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
+                           const float* w, float* C, size_t ldc) {
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      const float* a = A + i * lda;
+      const float* b = B + j * ldb;
+      v128_t acc = wasm_f32x4_splat(0.0f);
+      size_t k = 0;
+      for (; k + 4 <= K; k += 4)
+        acc = madd(acc, wasm_v128_load(w + k), tanh_f32x4(wasm_f32x4_add(wasm_v128_load(a + k), wasm_v128_load(b + k))));
+      if (k < K) {  // the last 1..3 lanes, padded with zero weights
+        alignas(16) float ta[4] = {}, tb[4] = {}, tw[4] = {};
+        std::copy(a + k, a + K, ta);
+        std::copy(b + k, b + K, tb);
+        std::copy(w + k, w + K, tw);
+        acc = madd(acc, wasm_v128_load(tw), tanh_f32x4(wasm_f32x4_add(wasm_v128_load(ta), wasm_v128_load(tb))));
+      }
+      C[i * ldc + j] = horizontal_add(acc);
+    }
+}
+
 }  // namespace
 
 const KernelSet kWasmSimdKernels = {
@@ -209,6 +238,7 @@ const KernelSet kWasmSimdKernels = {
     scale_bias_max__wasmsimd,
     exp_sum__wasmsimd_p5,
     scale__wasmsimd,
+    tanh_scores__wasmsimd,
 };
 
 }  // namespace attn::kernels

@@ -155,6 +155,31 @@ TEST_CASE("scale multiplies in place", "[kernels]") {
     }
 }
 
+TEST_CASE("tanh_scores matches a float64 reference, tanh saturating to exactly +-1", "[kernels]") {
+  for (const KernelSet* set : kernel_sets())
+    for (auto [M, N, K] : gemm_shapes()) {
+      INFO(set->name << " M=" << M << " N=" << N << " K=" << K);
+      const size_t lda = K + 1, ldb = K + 2, ldc = N + 3;
+      std::vector<float> A = random_floats(M * lda, 13, -3, 3), B = random_floats(N * ldb, 14, -3, 3);
+      const std::vector<float> w = random_floats(K, 15);
+      A[0] = 60.0f;  // tanh(±60 + small) is ±1 exactly in float
+      B[0] = 0.5f;
+      std::vector<float> C(M * ldc, 7.0f);
+      set->tanh_scores(M, N, K, A.data(), lda, B.data(), ldb, w.data(), C.data(), ldc);
+      std::vector<float> got;
+      std::vector<double> want;
+      for (size_t i = 0; i < M; ++i)
+        for (size_t j = 0; j < N; ++j) {
+          double sum = 0;
+          for (size_t k = 0; k < K; ++k) sum += double(w[k]) * std::tanh(double(A[i * lda + k]) + B[j * ldb + k]);
+          want.push_back(sum);
+          got.push_back(C[i * ldc + j]);
+        }
+      require_close(got, want, 3e-7 * K);
+      for (size_t i = 0; i < M; ++i) REQUIRE(C[i * ldc + N] == 7.0f);
+    }
+}
+
 TEST_CASE("every kernel set agrees with its scalar twin", "[kernels]") {
   const KernelSet& scalar = attn::kernels::kScalarKernels;
   for (const KernelSet* set : kernel_sets())
@@ -171,5 +196,9 @@ TEST_CASE("every kernel set agrees with its scalar twin", "[kernels]") {
       std::vector<float> s1 = random_floats(n, 12, -10, 0), s2 = s1;
       REQUIRE(std::fabs(scalar.exp_sum(s1.data(), n, 0.0f) - set->exp_sum(s2.data(), n, 0.0f)) <= 1e-6f * n);
       for (size_t j = 0; j < n; ++j) REQUIRE(std::fabs(s1[j] - s2[j]) <= 2e-7f);
+      const std::vector<float> w = random_floats(n, 16);
+      scalar.tanh_scores(n, n, n, A.data(), n, B.data(), n, w.data(), C1.data(), n);
+      set->tanh_scores(n, n, n, A.data(), n, B.data(), n, w.data(), C2.data(), n);
+      for (size_t i = 0; i < n * n; ++i) REQUIRE(std::fabs(C1[i] - C2[i]) <= 3e-7f * n);
     }
 }

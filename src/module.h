@@ -1,0 +1,52 @@
+// What every attention module shares: parameters loaded from a state_dict(), and train/eval mode
+// (eval by default: this is an inference library).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "parameters.h"
+#include "status.h"
+
+namespace attn {
+
+// Constructor checks every module shares: sizes are positive integers, dropout is in [0, 1).
+inline Status check_size(const char* argument, int64_t value) {
+  if (value > 0) return Status::success();
+  return Status::invalid(argument, "a positive integer", std::to_string(value));
+}
+
+inline Status check_dropout(float p) {
+  if (p >= 0.0f && p < 1.0f) return Status::success();
+  return Status::invalid("dropout", "a number in [0, 1)", std::to_string(p));
+}
+
+// The first failure among `checks`, or success.
+inline Status first_failure(std::initializer_list<Status> checks) {
+  for (const Status& s : checks)
+    if (!s.ok()) return s;
+  return Status::success();
+}
+
+class Module {
+ public:
+  virtual ~Module() = default;
+
+  Status load_state_dict(const std::vector<NamedTensor>& state_dict) { return parameters_.load(state_dict); }
+  void set_training(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
+ protected:
+  // The error every forward() gives before load_state_dict().
+  Status require_loaded(const char* module) const {
+    if (parameters_.loaded()) return Status::success();
+    return Status::invalid(module, "loadStateDict() before forward()", "no weights loaded");
+  }
+
+  Parameters parameters_;
+  bool training_ = false;
+};
+
+}  // namespace attn

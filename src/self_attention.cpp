@@ -1,0 +1,73 @@
+#include "self_attention.h"
+
+#include <cmath>
+
+#include "attend.h"
+#include "linear.h"
+#include "mask.h"
+
+namespace attn {
+
+SelfAttention::SelfAttention(const SelfAttentionConfig& config) : config_(config) {
+  w_q_ = parameters_.declare("W_q.weight", {config.key_size, config.embed_dim});
+  w_k_ = parameters_.declare("W_k.weight", {config.key_size, config.embed_dim});
+  w_v_ = parameters_.declare("W_v.weight", {config.value_size, config.embed_dim});
+}
+
+Status SelfAttention::create(const SelfAttentionConfig& config, std::unique_ptr<SelfAttention>* out) {
+  Status s = first_failure({check_size("embedDim", config.embed_dim), check_size("keySize", config.key_size),
+                            check_size("valueSize", config.value_size), check_dropout(config.dropout)});
+  if (s.ok()) out->reset(new SelfAttention(config));
+  return s;
+}
+
+Status SelfAttention::check_forward(const Shape& x, const MaskView& mask, Shape* output_shape,
+                                    Shape* weights_shape) const {
+  if (x.rank != 3 || x[2] != config_.embed_dim || !x.non_negative())
+    return Status::invalid("x", "[N, L, " + std::to_string(config_.embed_dim) + "]", x.str());
+  const Shape scores{x[0], x[1], x[1]};
+  if (mask.present()) {
+    Status s = BroadcastMask::check(mask, scores, "attnMask");
+    if (!s.ok()) return s;
+  }
+  *output_shape = {x[0], x[1], config_.value_size};
+  *weights_shape = scores;
+  return Status::success();
+}
+
+Status SelfAttention::forward(const TensorView& x, const MaskView& mask, uint64_t seed, float* output,
+                              float* weights) const {
+  Shape output_shape, weights_shape;
+  Status s = first_failure({require_loaded("SelfAttention"), check_forward(x.shape, mask, &output_shape, &weights_shape)});
+  if (!s.ok()) return s;
+  const int64_t N = x.shape[0], L = x.shape[1], E = config_.embed_dim;
+  const int64_t ks = config_.key_size, vs = config_.value_size;
+  FloatBuffer q, k, v;
+  for (auto [buffer, width] : {std::pair{&q, ks}, {&k, ks}, {&v, vs}}) {
+    s = buffer->allocate(N * L * width, "SelfAttention activations");
+    if (!s.ok()) return s;
+  }
+  linear(N * L, E, ks, x.data, E, parameters_.get(w_q_), nullptr, q.data(), ks);
+  linear(N * L, E, ks, x.data, E, parameters_.get(w_k_), nullptr, k.data(), ks);
+  linear(N * L, E, vs, x.data, E, parameters_.get(w_v_), nullptr, v.data(), vs);
+
+  ScoreMask score_mask;
+  if (mask.present()) score_mask.add(BroadcastMask(mask, weights_shape));
+  const Dropout dropout(training_ ? config_.dropout : 0.0f, seed);
+  AttentionBlocks blocks;
+  blocks.batch = N;
+  blocks.n = blocks.m = L;
+  blocks.d = ks;
+  blocks.dv = vs;
+  blocks.query = q.data();
+  blocks.key = k.data();
+  blocks.value = v.data();
+  blocks.query_layout = blocks.key_layout = BlockLayout::contiguous(L, ks);
+  blocks.value_layout = blocks.output_layout = BlockLayout::contiguous(L, vs);
+  blocks.scale = 1.0f / std::sqrt(static_cast<float>(ks));
+  blocks.mask = &score_mask;
+  blocks.dropout = &dropout;
+  return attend(blocks, output, weights);
+}
+
+}  // namespace attn

@@ -1,0 +1,36 @@
+// Single-head self-attention with its own key and value sizes (the textbook module):
+// Q = X W_qᵀ, K = X W_kᵀ, V = X W_vᵀ (no bias), softmax(Q Kᵀ / sqrt(keySize) + mask) V.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "module.h"
+#include "tensor.h"
+
+namespace attn {
+
+struct SelfAttentionConfig {
+  int64_t embed_dim = 0;
+  int64_t key_size = 0;
+  int64_t value_size = 0;
+  float dropout = 0.0f;
+};
+
+class SelfAttention : public Module {
+ public:
+  static Status create(const SelfAttentionConfig& config, std::unique_ptr<SelfAttention>* out);
+  const SelfAttentionConfig& config() const { return config_; }
+
+  // x [N, L, embedDim]; mask broadcastable to [N, L, L], boolean 1 = masked out, or additive.
+  // Output [N, L, valueSize], weights [N, L, L].
+  Status check_forward(const Shape& x, const MaskView& mask, Shape* output_shape, Shape* weights_shape) const;
+  Status forward(const TensorView& x, const MaskView& mask, uint64_t seed, float* output, float* weights) const;
+
+ private:
+  explicit SelfAttention(const SelfAttentionConfig& config);
+  SelfAttentionConfig config_;
+  int w_q_, w_k_, w_v_;
+};
+
+}  // namespace attn
