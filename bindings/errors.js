@@ -2,7 +2,7 @@
 // expected and what was given ("key: expected [2, m, 64], got [2, 7, 32]").
 export class AttentionError extends Error {
   /**
-   * @param {string} argument  the argument at fault (`query`, `opts.scale`, `sd['out_proj.weight']`)
+   * @param {string} argument  the argument at fault (`query`, `scale`, `stateDict['out_proj.weight']`)
    * @param {string} expected  what it should have been
    * @param {string} got       what it was
    * @param {{ code?: string }} [details]

@@ -21,7 +21,7 @@ export class HeapScope {
   alloc(bytes, what) {
     // _malloc takes an i32: a larger request would wrap around, so refuse it here.
     const pointer = bytes <= MAX_BYTES ? this.#wasm._malloc(Math.max(bytes, 1)) : 0;
-    if (!pointer) throw new AttentionError(what, '', `${bytes} bytes of wasm memory`, { code: 'OUT_OF_MEMORY' });
+    if (!pointer) throw new AttentionError(what, 'memory for the inputs and results', `${bytes} bytes of wasm memory`, { code: 'OUT_OF_MEMORY' });
     this.#pointers.push(pointer);
     return pointer;
   }

@@ -1,6 +1,6 @@
 // The public API (see API-CONTRACT.md): init() and the Attention instance it returns. Embind is a
 // private layer below this file; everything users touch is validated here first.
-import { AttentionError, describe } from './errors.js';
+import { AttentionError, describe, shapeString } from './errors.js';
 import { HeapScope, heapBuffer } from './heap.js';
 import { chooseBuild, instantiate } from './loader.js';
 import { checkBoolean, checkMask, checkNumber, checkOptions, checkTensor } from './validate.js';
@@ -61,11 +61,13 @@ class Attention {
     return { wasmHeapBytes: heapBuffer(this.#wasm).byteLength, liveObjects: 0 };
   }
 
+  // entries: [shape, argument, what the shape should look like]. Ranks past the slots are refused
+  // here; everything else about shapes is the core's to check.
   #writeShapes(entries) {
-    const slots = 1 + this.#wasm._maxRank;
-    entries.forEach(([shape, argument], index) => {
-      if (shape.length > this.#wasm._maxRank)
-        throw new AttentionError(argument, `at most ${this.#wasm._maxRank} dimensions`, `rank ${shape.length}`);
+    const maxRank = this.#wasm._maxRank;
+    const slots = 1 + maxRank;
+    entries.forEach(([shape, argument, pattern], index) => {
+      if (shape.length > maxRank) throw new AttentionError(argument, `rank at most ${maxRank} (${pattern})`, shapeString(shape));
       const block = new Int32Array(heapBuffer(this.#wasm), this.#shapes + index * slots * 4, slots);
       block[0] = shape.length;
       block.set(shape, 1);
@@ -84,13 +86,18 @@ class Attention {
     const mask = checkMask(opts.attnMask, 'attnMask');
     const isCausal = checkBoolean(opts.isCausal, 'isCausal', false);
     const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
-    const scale = opts.scale === undefined ? NaN : checkNumber(opts.scale, 'scale');
-    const dropoutP = opts.dropoutP === undefined ? 0 : checkNumber(opts.dropoutP, 'dropoutP', { min: 0, max: 1, maxExclusive: true });
+    const scale = opts.scale === undefined ? NaN : checkNumber(opts.scale, 'scale', { float32: true });
+    const dropoutP = opts.dropoutP === undefined ? 0 : checkNumber(opts.dropoutP, 'dropoutP', { min: 0, max: 1, maxExclusive: true, float32: true });
     // Without a seed each call draws differently, as torch's global generator would, yet reproducibly.
     const seed = opts.seed === undefined ? this.#defaultSeed++ : checkNumber(opts.seed, 'seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
 
     const wasm = this.#wasm;
-    this.#writeShapes([[query.shape, 'query'], [key.shape, 'key'], [value.shape, 'value'], [mask ? mask.shape : [], 'attnMask']]);
+    this.#writeShapes([
+      [query.shape, 'query', '[..., n, d]'],
+      [key.shape, 'key', '[..., m, d]'],
+      [value.shape, 'value', '[..., m, dv]'],
+      [mask ? mask.shape : [], 'attnMask', 'broadcastable to [..., n, m]'],
+    ]);
     throwIfFailed(wasm._sdpaCheck(this.#shapes, maskType(mask), isCausal, scale, dropoutP));
 
     const rows = query.shape.slice(0, -1);

@@ -54,7 +54,7 @@ export function checkOptions(opts, allowed, argument = 'opts') {
   if (opts === undefined || opts === null) return {};
   if (typeof opts !== 'object' || Array.isArray(opts)) throw new AttentionError(argument, 'an options object', describe(opts));
   for (const key of Object.keys(opts)) {
-    if (!allowed.includes(key)) throw new AttentionError(`${argument}.${key}`, `one of the options ${allowed.join(', ')}`, 'an unknown option');
+    if (!allowed.includes(key)) throw new AttentionError(key, `one of the options ${allowed.join(', ')}`, 'an unknown option');
   }
   return opts;
 }
@@ -65,10 +65,13 @@ export function checkBoolean(value, argument, fallback) {
   return value;
 }
 
-export function checkNumber(value, argument, { min = -Infinity, max = Infinity, maxExclusive = false, integer = false } = {}) {
-  const inRange = typeof value === 'number' && Number.isFinite(value) && value >= min && (maxExclusive ? value < max : value <= max);
-  if (!inRange || (integer && !Number.isInteger(value))) {
-    const kind = integer ? 'an integer' : 'a finite number';
+// `float32`: the value reaches the core as a float, so its float32 rounding must be in range too
+// (1e300 is finite, its float32 is not; 0.99999999999 rounds to 1).
+export function checkNumber(value, argument, { min = -Infinity, max = Infinity, maxExclusive = false, integer = false, float32 = false } = {}) {
+  const inRange = (x) => Number.isFinite(x) && x >= min && (maxExclusive ? x < max : x <= max);
+  const ok = typeof value === 'number' && inRange(value) && (!float32 || inRange(Math.fround(value)));
+  if (!ok || (integer && !Number.isInteger(value))) {
+    const kind = integer ? 'an integer' : float32 ? 'a finite float32 number' : 'a finite number';
     const range = Number.isFinite(min) || Number.isFinite(max) ? ` in [${min}, ${max}${maxExclusive ? ')' : ']'}` : '';
     throw new AttentionError(argument, kind + range, describe(value));
   }

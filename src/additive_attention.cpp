@@ -44,7 +44,9 @@ Status AdditiveAttention::forward(const TensorView& query, const TensorView& key
                                   const MaskView& mask, uint64_t seed, float* output, float* weights) const {
   Shape output_shape, weights_shape;
   Status s = first_failure({require_loaded("AdditiveAttention"),
-                            check_forward(query.shape, key.shape, value.shape, mask, &output_shape, &weights_shape)});
+                            check_forward(query.shape, key.shape, value.shape, mask, &output_shape, &weights_shape),
+                            check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
+                            check_data(mask, "attnMask")});
   if (!s.ok()) return s;
   const int64_t N = query.shape[0], n = query.shape[1], m = key.shape[1], dv = value.shape[2];
   const int64_t h = config_.hidden_size;

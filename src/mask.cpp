@@ -13,10 +13,9 @@ Status BroadcastMask::check(const MaskView& mask, const Shape& scores, const cha
     fits = dim == 1 || dim == scores.at_end(k);
   }
   if (!fits) return Status::invalid(argument, "a shape broadcastable to " + scores.str(), mask.shape.str());
-  if (mask.shape.numel() > 0 && mask.data == nullptr)
-    return Status::invalid(argument, "data", "a null pointer");
   return Status::success();
 }
+
 
 BroadcastMask::BroadcastMask(const MaskView& mask, const Shape& scores) : view_(mask) {
   if (!mask.present()) return;

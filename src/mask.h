@@ -10,7 +10,7 @@ namespace attn {
 // One mask broadcast (right-aligned, size-1 dimensions stretched) against `scores` [..., n, m].
 class BroadcastMask {
  public:
-  // Fails, naming `argument`, when the mask cannot broadcast to `scores`.
+  // Fails, naming `argument`, when the mask cannot broadcast to `scores`. Reads only the shape.
   static Status check(const MaskView& mask, const Shape& scores, const char* argument);
   BroadcastMask() = default;
   // Assumes check() passed.

@@ -7,6 +7,7 @@
 #include "attend.h"
 #include "buffer.h"
 #include "linear.h"
+#include "mask.h"
 
 namespace attn {
 namespace {
@@ -110,9 +111,6 @@ Status MultiheadAttention::check_forward(const Shape& query, const Shape& key, c
                            dims({num(n), num(m)}) + " (n, m) or " + per_head.str() +
                                (batched ? " (N*numHeads, n, m)" : " (numHeads, n, m)"),
                            am.shape.str());
-  for (const MaskView* mask : {&kpm, &am})
-    if (mask->present() && mask->shape.numel() > 0 && !mask->data)
-      return Status::invalid(mask == &kpm ? "keyPaddingMask" : "attnMask", "data", "a null pointer");
 
   const int64_t all_keys = m + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
   *output_shape = query;
@@ -129,10 +127,12 @@ Status MultiheadAttention::check_forward(const Shape& query, const Shape& key, c
 
 Status MultiheadAttention::forward(const TensorView& query, const TensorView& key, const TensorView& value,
                                    const MultiheadAttentionOptions& options, float* output, float* weights) const {
-  Status status = require_loaded("MultiheadAttention");
-  if (!status.ok()) return status;
   Shape output_shape, weights_shape;
-  status = check_forward(query.shape, key.shape, value.shape, options, &output_shape, &weights_shape);
+  Status status = first_failure(
+      {require_loaded("MultiheadAttention"),
+       check_forward(query.shape, key.shape, value.shape, options, &output_shape, &weights_shape),
+       check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
+       check_data(options.attn_mask, "attnMask"), check_data(options.key_padding_mask, "keyPaddingMask")});
   if (!status.ok()) return status;
   const MultiheadAttentionConfig& c = config_;
   const bool batched = query.shape.rank == 3;

@@ -26,7 +26,8 @@ Status Parameters::load(const std::vector<NamedTensor>& state_dict) {
     if (match == entries_.end())
       return Status::invalid(entry(given.name), "no such entry (this module has " + names() + ")", given.tensor.shape.str());
     if (given.tensor.shape != match->shape) return Status::invalid(entry(given.name), match->shape.str(), given.tensor.shape.str());
-    if (given.tensor.shape.numel() > 0 && !given.tensor.data) return Status::invalid(entry(given.name), "data", "a null pointer");
+    Status data = check_data(given.tensor, entry(given.name));
+    if (!data.ok()) return data;
   }
   for (const Entry& e : entries_) {
     const auto count = std::count_if(state_dict.begin(), state_dict.end(), [&](const NamedTensor& t) { return t.name == e.name; });

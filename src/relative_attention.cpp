@@ -59,7 +59,6 @@ Status RelativeMultiHeadAttention::check_forward(const Shape& query, const Shape
                                          std::to_string(B) + " or 1]",
                              s.str());
     if (mask.type != MaskType::boolean) return Status::invalid("mask", "a boolean mask (0 = masked out)", "an additive one");
-    if (s.numel() > 0 && !mask.data) return Status::invalid("mask", "data", "a null pointer");
   }
   *output_shape = query;
   *weights_shape = {n, m, B, config_.heads};
@@ -70,7 +69,9 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
                                            const MaskView& mask, uint64_t seed, float* output, float* weights) const {
   Shape output_shape, weights_shape;
   Status s = first_failure({require_loaded("RelativeMultiHeadAttention"),
-                            check_forward(query.shape, key.shape, value.shape, mask, &output_shape, &weights_shape)});
+                            check_forward(query.shape, key.shape, value.shape, mask, &output_shape, &weights_shape),
+                            check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
+                            check_data(mask, "mask")});
   if (!s.ok()) return s;
   const int64_t n = query.shape[0], B = query.shape[1], m = key.shape[0];
   const int64_t H = config_.heads, D = config_.d_model, dk = d_k_, width = H * dk, P = config_.P;

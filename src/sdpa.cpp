@@ -3,6 +3,7 @@
 
 #include "attend.h"
 #include "attention.h"
+#include "module.h"
 
 namespace attn {
 namespace {
@@ -26,11 +27,6 @@ std::string with_leading_dims(const Shape& query, const std::string& tail) {
   std::string s = "[";
   for (int axis = 0; axis < query.rank - 2; ++axis) s += std::to_string(query[axis]) + ", ";
   return s + tail + "]";
-}
-
-Status check_data(const TensorView& t, const char* argument) {
-  if (t.shape.numel() > 0 && t.data == nullptr) return Status::invalid(argument, "data", "a null pointer");
-  return Status::success();
 }
 
 }  // namespace
@@ -59,9 +55,9 @@ Status check_scaled_dot_product_attention(const Shape& query, const Shape& key, 
 
 Status scaled_dot_product_attention(const TensorView& query, const TensorView& key, const TensorView& value,
                                     const SdpaOptions& options, float* output, float* weights) {
-  Status s = check_scaled_dot_product_attention(query.shape, key.shape, value.shape, options);
-  for (const Status& data : {check_data(query, "query"), check_data(key, "key"), check_data(value, "value")})
-    if (s.ok() && !data.ok()) s = data;
+  Status s = first_failure({check_scaled_dot_product_attention(query.shape, key.shape, value.shape, options),
+                            check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
+                            check_data(options.attn_mask, "attnMask")});
   if (!s.ok()) return s;
   const Shape scores = score_shape(query.shape, key.shape);
 

@@ -38,7 +38,8 @@ Status SelfAttention::check_forward(const Shape& x, const MaskView& mask, Shape*
 Status SelfAttention::forward(const TensorView& x, const MaskView& mask, uint64_t seed, float* output,
                               float* weights) const {
   Shape output_shape, weights_shape;
-  Status s = first_failure({require_loaded("SelfAttention"), check_forward(x.shape, mask, &output_shape, &weights_shape)});
+  Status s = first_failure({require_loaded("SelfAttention"), check_forward(x.shape, mask, &output_shape, &weights_shape),
+                            check_data(x, "x"), check_data(mask, "attnMask")});
   if (!s.ok()) return s;
   const int64_t N = x.shape[0], L = x.shape[1], E = config_.embed_dim;
   const int64_t ks = config_.key_size, vs = config_.value_size;

@@ -37,6 +37,11 @@ bool operator==(const Shape& a, const Shape& b) {
   return true;
 }
 
+Status check_data(const void* data, const Shape& shape, const std::string& argument) {
+  if (shape.numel() > 0 && data == nullptr) return Status::invalid(argument, "data", "a null pointer");
+  return Status::success();
+}
+
 std::string Status::message() const {
   if (ok()) return "";
   if (out_of_memory) return "out of memory: " + argument + " needs " + got;

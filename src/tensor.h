@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "status.h"
+
 namespace attn {
 
 // Eight dimensions cover every layout PyTorch attention uses ([B, H, n, d] plus spare leading
@@ -51,5 +53,15 @@ struct MaskView {
 
   bool present() const { return type != MaskType::none; }
 };
+
+// Fails when a non-empty tensor or a present mask has no data. Operators check this before reading,
+// after the shape-only checks that bindings run on their own to size outputs.
+Status check_data(const void* data, const Shape& shape, const std::string& argument);
+inline Status check_data(const TensorView& tensor, const std::string& argument) {
+  return check_data(tensor.data, tensor.shape, argument);
+}
+inline Status check_data(const MaskView& mask, const std::string& argument) {
+  return mask.present() ? check_data(mask.data, mask.shape, argument) : Status::success();
+}
 
 }  // namespace attn

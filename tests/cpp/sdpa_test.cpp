@@ -138,6 +138,8 @@ TEST_CASE("invalid shapes and options name the argument and both shapes", "[sdpa
   CHECK(check({2, 3, 4}, {2, 5, 4}, {2, 5, 6}, o).argument == "attnMask");
   o.attn_mask.shape = {3, 5};
   CHECK(check({2, 3, 4}, {2, 5, 4}, {2, 5, 6}, o).ok());
+  o.attn_mask.data = nullptr;  // the shape check reads no data: bindings run it before copying
+  CHECK(check({2, 3, 4}, {2, 5, 4}, {2, 5, 6}, o).ok());
 
   attn::SdpaOptions bad_scale;
   bad_scale.scale = std::numeric_limits<float>::infinity();

@@ -1,0 +1,262 @@
+// Bad input: every kind throws an AttentionError naming the argument (and the shapes, where
+// shapes are involved), never harms the instance, and never grows wasm memory.
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+
+import { AttentionError, init } from 'attention-wasm';
+
+import { TOLERANCE, bitIdentical, fixture, fixtureOptions, maxRelativeError } from './helpers.js';
+
+const f32 = (shape) => ({ shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)).map((_, i) => Math.cos(i)) });
+
+// A valid problem to spoil one piece at a time: scores [2, 3, 5].
+const query = f32([2, 3, 4]);
+const key = f32([2, 5, 4]);
+const value = f32([2, 5, 6]);
+
+// A known-good case, computed before and after every bad call.
+const good = fixture('batch_heads_no_mask');
+const goodOpts = fixtureOptions(good, { needWeights: true });
+
+/**
+ * Each bad call: `call(attn)` must throw an AttentionError whose `argument` matches `argument`,
+ * whose message names the argument, and which contains every string / matches every RegExp in
+ * `message` (the given and the expected shapes, where shapes are involved).
+ */
+const BAD_CALLS = {
+  'query of rank 1': {
+    call: (attn) => attn.scaledDotProductAttention(f32([4]), key, value),
+    argument: /^query/,
+    message: ['[4]', /n, d\]/],
+  },
+  'query of rank 9': {
+    call: (attn) => attn.scaledDotProductAttention(f32([1, 1, 1, 1, 1, 1, 1, 3, 4]), key, value),
+    argument: /^query/,
+    message: ['[1, 1, 1, 1, 1, 1, 1, 3, 4]', /n, d\]/],
+  },
+  'd differs between query and key': {
+    call: (attn) => attn.scaledDotProductAttention(query, f32([2, 5, 3]), value),
+    argument: /^key/,
+    message: ['[2, 5, 3]', /\[2, \w+, 4\]/],
+  },
+  'm differs between key and value': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, f32([2, 4, 6])),
+    argument: /^value/,
+    message: ['[2, 4, 6]', /\[2, 5, \w+\]/],
+  },
+  'leading dims differ': {
+    call: (attn) => attn.scaledDotProductAttention(query, f32([3, 5, 4]), f32([3, 5, 6])),
+    argument: /^key/,
+    message: ['[3, 5, 4]', /\[2, \w+, 4\]/],
+  },
+  'a mask that does not broadcast': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { attnMask: { shape: [3, 4], data: new Uint8Array(12) } }),
+    argument: /^attnMask/,
+    message: ['[3, 4]', '[2, 3, 5]'],
+  },
+  'an Int32Array mask': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { attnMask: { shape: [3, 5], data: new Int32Array(15) } }),
+    argument: /^attnMask/,
+    message: ['Int32Array', 'Uint8Array', 'Float32Array'],
+  },
+  'Float64Array data': {
+    call: (attn) => attn.scaledDotProductAttention({ shape: [2, 3, 4], data: new Float64Array(24) }, key, value),
+    argument: /^query/,
+    message: ['Float64Array', 'Float32Array'],
+  },
+  'a plain Array as a tensor': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, [1, 2, 3]),
+    argument: /^value/,
+    message: [],
+  },
+  'a plain Array as tensor data': {
+    call: (attn) => attn.scaledDotProductAttention(query, { shape: [2, 5, 4], data: Array(40).fill(0) }, value),
+    argument: /^key/,
+    message: ['Float32Array'],
+  },
+  'a null tensor': {
+    call: (attn) => attn.scaledDotProductAttention(null, key, value),
+    argument: /^query/,
+    message: ['null'],
+  },
+  'an undefined tensor': {
+    call: (attn) => attn.scaledDotProductAttention(query, undefined, value),
+    argument: /^key/,
+    message: ['undefined'],
+  },
+  'a data length that does not match the shape': {
+    call: (attn) => attn.scaledDotProductAttention({ shape: [2, 3, 4], data: new Float32Array(23) }, key, value),
+    argument: /^query/,
+    message: ['[2, 3, 4]', '23', '24'],
+  },
+  'a negative shape entry': {
+    call: (attn) => attn.scaledDotProductAttention({ shape: [2, -3, 4], data: new Float32Array(0) }, key, value),
+    argument: /^query/,
+    message: ['[2, -3, 4]'],
+  },
+  'a fractional shape entry': {
+    call: (attn) => attn.scaledDotProductAttention(query, { shape: [2, 2.5, 4], data: new Float32Array(20) }, value),
+    argument: /^key/,
+    message: ['[2, 2.5, 4]'],
+  },
+  'a NaN shape entry': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, { shape: [2, NaN, 6], data: new Float32Array(0) }),
+    argument: /^value/,
+    message: ['NaN'],
+  },
+  'a string shape entry': {
+    call: (attn) => attn.scaledDotProductAttention({ shape: [2, '3', 4], data: new Float32Array(24) }, key, value),
+    argument: /^query/,
+    message: ['"3"'],
+  },
+  'scale Infinity': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { scale: Infinity }),
+    argument: /scale/,
+    message: ['Infinity'],
+  },
+  'scale NaN': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { scale: NaN }),
+    argument: /scale/,
+    message: ['NaN'],
+  },
+  'scale a string': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { scale: '0.5' }),
+    argument: /scale/,
+    message: ['0.5'],
+  },
+  'dropoutP -0.1': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { dropoutP: -0.1 }),
+    argument: /dropoutP/,
+    message: ['-0.1'],
+  },
+  'dropoutP 1': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { dropoutP: 1 }),
+    argument: /dropoutP/,
+    message: ['1'],
+  },
+  'dropoutP 1.5': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { dropoutP: 1.5 }),
+    argument: /dropoutP/,
+    message: ['1.5'],
+  },
+  'a non-integer seed': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { dropoutP: 0.1, seed: 2.5 }),
+    argument: /seed/,
+    message: ['2.5'],
+  },
+  'a negative seed': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { dropoutP: 0.1, seed: -3 }),
+    argument: /seed/,
+    message: ['-3'],
+  },
+  'an unknown option (isCasual)': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { isCasual: true }),
+    argument: /isCasual/,
+    message: [],
+  },
+  'a non-boolean isCausal': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { isCausal: 1 }),
+    argument: /isCausal/,
+    message: [],
+  },
+  'a non-boolean needWeights': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { needWeights: 'yes' }),
+    argument: /needWeights/,
+    message: [],
+  },
+};
+
+function assertAttentionError(fn, { argument, message }) {
+  assert.throws(fn, (err) => {
+    assert.ok(err instanceof AttentionError, `an AttentionError, got ${err}`);
+    assert.ok(err instanceof Error);
+    assert.equal(err.code, 'INVALID_ARGUMENT');
+    for (const field of ['argument', 'expected', 'got']) {
+      assert.equal(typeof err[field], 'string', field);
+      assert.notEqual(err[field], '', field);
+    }
+    assert.match(err.argument, argument);
+    assert.ok(err.message.includes(err.argument), `message names the argument: ${err.message}`);
+    for (const part of message) {
+      if (part instanceof RegExp) assert.match(err.message, part);
+      else assert.ok(err.message.includes(part), `message ${JSON.stringify(err.message)} includes ${part}`);
+    }
+    return true;
+  });
+}
+
+let attn;
+let baseline;
+
+function assertStillGood() {
+  const result = attn.scaledDotProductAttention(good.query, good.key, good.value, goodOpts);
+  assert.ok(bitIdentical(result.output.data, baseline.output.data), 'output bit-identical to before');
+  assert.ok(bitIdentical(result.weights.data, baseline.weights.data), 'weights bit-identical to before');
+}
+
+before(async () => {
+  attn = await init();
+  baseline = attn.scaledDotProductAttention(good.query, good.key, good.value, goodOpts);
+  assert.ok(maxRelativeError(baseline.output.data, good.output.data) <= TOLERANCE);
+});
+
+describe('bad input throws AttentionError and leaves the instance working', () => {
+  for (const [name, bad] of Object.entries(BAD_CALLS)) {
+    test(name, () => {
+      assertAttentionError(() => bad.call(attn), bad);
+      assertStillGood();
+    });
+  }
+});
+
+describe('init rejects bad options', () => {
+  for (const threads of [0, 1.5, 'x']) {
+    test(`threads ${JSON.stringify(threads)}`, async () => {
+      await assert.rejects(init({ threads }), (err) => {
+        assert.ok(err instanceof AttentionError);
+        assert.match(err.argument, /threads/);
+        assert.ok(err.message.includes('threads'));
+        return true;
+      });
+    });
+  }
+});
+
+describe('out of memory', () => {
+  test('a 40 GB weights request throws OUT_OF_MEMORY and the instance keeps working', () => {
+    const long = { shape: [100000, 1], data: new Float32Array(100000).fill(0.5) };
+    assert.throws(
+      () => attn.scaledDotProductAttention(long, long, long, { needWeights: true }),
+      (err) => {
+        assert.ok(err instanceof AttentionError);
+        assert.equal(err.code, 'OUT_OF_MEMORY');
+        assert.equal(typeof err.argument, 'string');
+        assert.ok(err.message.includes(err.argument));
+        return true;
+      },
+    );
+    assertStillGood();
+  });
+});
+
+describe('failing calls do not grow wasm memory', () => {
+  test('2,000 failing calls of mixed kinds', () => {
+    // Kinds caught in JS, caught by the core's checks, and failing only after the inputs
+    // (1.2 MB each time) have been copied into wasm memory: the out-of-memory request.
+    const long = { shape: [100000, 1], data: new Float32Array(100000) };
+    const kinds = [
+      ...Object.values(BAD_CALLS).map((bad) => bad.call),
+      (a) => a.scaledDotProductAttention(long, long, long, { needWeights: true }),
+    ];
+    const runAll = (count) => {
+      for (let i = 0; i < count; i++) {
+        assert.throws(() => kinds[i % kinds.length](attn), AttentionError);
+      }
+    };
+    runAll(kinds.length); // one of each first, so one-time allocations are already made
+    const heap = attn.stats().wasmHeapBytes;
+    runAll(2000);
+    assert.equal(attn.stats().wasmHeapBytes, heap);
+    assertStillGood();
+  });
+});

@@ -1,0 +1,141 @@
+// Shared helpers for the node:test suites: the PyTorch-generated fixtures, tensor builders and
+// the contract's error measure.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const FIXTURES_PATH = fileURLToPath(new URL('../fixtures/sdpa.json', import.meta.url));
+
+// The contract's tolerance against PyTorch.
+export const TOLERANCE = 2e-5;
+
+// The fixtures write non-finite numbers as the strings "Infinity", "-Infinity" and "NaN".
+function decodeNumber(x) {
+  if (typeof x === 'number') return x;
+  if (x === 'Infinity') return Infinity;
+  if (x === '-Infinity') return -Infinity;
+  if (x === 'NaN') return NaN;
+  throw new Error(`fixture: unexpected value ${JSON.stringify(x)}`);
+}
+
+function numel(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** A fixture tensor `{ shape, data }` as an API tensor (Float32Array data). */
+export function toTensor({ shape, data }) {
+  if (data.length !== numel(shape)) throw new Error(`fixture: ${data.length} values for shape [${shape}]`);
+  return { shape: [...shape], data: Float32Array.from(data, decodeNumber) };
+}
+
+/** A fixture mask: bool masks become Uint8Array (0/1), float masks Float32Array. */
+export function toMask(mask) {
+  if (mask === null) return null;
+  if (mask.dtype === 'bool') return { shape: [...mask.shape], data: Uint8Array.from(mask.data, decodeNumber) };
+  if (mask.dtype === 'float') return toTensor(mask);
+  throw new Error(`fixture: unknown mask dtype ${mask.dtype}`);
+}
+
+let cached;
+/** Every case of tests/fixtures/sdpa.json, decoded into API values. */
+export function loadFixtures() {
+  cached ??= JSON.parse(readFileSync(FIXTURES_PATH, 'utf8')).cases.map((c) => ({
+    name: c.name,
+    query: toTensor(c.query),
+    key: toTensor(c.key),
+    value: toTensor(c.value),
+    attnMask: toMask(c.attnMask),
+    isCausal: c.isCausal,
+    scale: c.scale,
+    output: toTensor(c.output),
+    weights: toTensor(c.weights),
+  }));
+  return cached;
+}
+
+export function fixture(name) {
+  const found = loadFixtures().find((c) => c.name === name);
+  if (!found) throw new Error(`no fixture case named ${name}`);
+  return found;
+}
+
+/** The scaledDotProductAttention options a fixture case describes. */
+export function fixtureOptions(c, extra = {}) {
+  const opts = { isCausal: c.isCausal, ...extra };
+  if (c.attnMask) opts.attnMask = c.attnMask;
+  if (c.scale !== null) opts.scale = c.scale;
+  return opts;
+}
+
+/**
+ * max |got - want| / (1 + |want|). A non-finite `want` must be matched exactly (NaN only by
+ * NaN); any mismatch there, or a non-finite `got` where `want` is finite, gives Infinity.
+ */
+export function maxRelativeError(got, want) {
+  if (got.length !== want.length) throw new Error(`length ${got.length} compared with length ${want.length}`);
+  let worst = 0;
+  for (let i = 0; i < want.length; i++) {
+    const g = got[i];
+    const w = want[i];
+    if (!Number.isFinite(w) || !Number.isFinite(g)) {
+      const same = g === w || (Number.isNaN(g) && Number.isNaN(w));
+      if (!same) return Infinity;
+      continue;
+    }
+    worst = Math.max(worst, Math.abs(g - w) / (1 + Math.abs(w)));
+  }
+  return worst;
+}
+
+/** True when two typed arrays hold exactly the same bytes. */
+export function bitIdentical(a, b) {
+  if (a.byteLength !== b.byteLength) return false;
+  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  return x.every((byte, i) => byte === y[i]);
+}
+
+/** A small deterministic PRNG (mulberry32) returning floats in [0, 1). */
+export function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A tensor of the given shape filled with uniform values in [-1, 1) from `random`. */
+export function randomTensor(shape, random) {
+  const data = new Float32Array(numel(shape));
+  for (let i = 0; i < data.length; i++) data[i] = random() * 2 - 1;
+  return { shape: [...shape], data };
+}
+
+/**
+ * Float64 reference for one query row of unmasked attention on rank-2 tensors: query [n, d],
+ * key [m, d], value [m, dv]. Returns { weights: Float64Array(m), output: Float64Array(dv) }.
+ */
+export function referenceRow(query, key, value, i, scale = 1 / Math.sqrt(query.shape[1])) {
+  const d = query.shape[1];
+  const m = key.shape[0];
+  const dv = value.shape[1];
+  const scores = new Float64Array(m);
+  let max = -Infinity;
+  for (let j = 0; j < m; j++) {
+    let s = 0;
+    for (let c = 0; c < d; c++) s += query.data[i * d + c] * key.data[j * d + c];
+    scores[j] = s * scale;
+    max = Math.max(max, scores[j]);
+  }
+  let sum = 0;
+  for (let j = 0; j < m; j++) sum += (scores[j] = Math.exp(scores[j] - max));
+  const output = new Float64Array(dv);
+  for (let j = 0; j < m; j++) {
+    scores[j] /= sum;
+    for (let c = 0; c < dv; c++) output[c] += scores[j] * value.data[j * dv + c];
+  }
+  return { weights: scores, output };
+}
