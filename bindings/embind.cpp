@@ -1,21 +1,29 @@
 // Embind glue: marshalling only. The public API, its validation and its errors live in the ESM
-// layer (index.js). Every entry point returns a Status object or null; no C++ exception exists
-// in the core, so none can cross into JS (TOOLCHAIN.md, pitfall 4).
+// layer (index.js and friends). Every entry point returns a Status object or null (or a value);
+// no C++ exception exists in the core, so none can cross into JS (TOOLCHAIN.md, pitfall 4).
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "additive_attention.h"
 #include "attention.h"
+#include "mask.h"
+#include "multihead_attention.h"
 #include "parallel.h"
+#include "relative_attention.h"
+#include "self_attention.h"
 
 namespace {
 
 using emscripten::val;
 
-// Shapes travel in an int32 block the JS layer owns: for each tensor, its rank followed by
-// kMaxRank dimension slots.
+// Shapes travel in an int32 block the JS layer owns: per slot, a rank followed by kMaxRank
+// dimensions. Slot order per entry point: query, key, value, then the masks.
 constexpr int kShapeSlots = 1 + attn::kMaxRank;
 
 attn::Shape read_shape(uintptr_t shapes, int index) {
@@ -26,6 +34,11 @@ attn::Shape read_shape(uintptr_t shapes, int index) {
   return shape;
 }
 
+attn::TensorView read_tensor(uintptr_t shapes, int index, uintptr_t data) {
+  return {reinterpret_cast<const float*>(data), read_shape(shapes, index)};
+}
+
+// type: 0 none, 1 boolean (uint8), 2 additive (float32), as attn::MaskType.
 attn::MaskView read_mask(uintptr_t shapes, int index, int type, uintptr_t data, bool true_means_masked) {
   attn::MaskView mask;
   mask.type = static_cast<attn::MaskType>(type);
@@ -46,7 +59,23 @@ val to_js(const attn::Status& status) {
   return error;
 }
 
-// Slots 0..3 of `shapes`: query, key, value, attnMask. `scale` NaN means the default 1/sqrt(d).
+val to_js(const attn::Shape& shape) {
+  val dims = val::array();
+  for (int axis = 0; axis < shape.rank; ++axis) dims.call<void>("push", static_cast<double>(shape[axis]));
+  return dims;
+}
+
+// A passed check: { output: dims, weights: dims | null }.
+val shapes_to_js(const attn::Shape& output, const attn::Shape& weights) {
+  val result = val::object();
+  result.set("output", to_js(output));
+  result.set("weights", weights.rank ? to_js(weights) : val::null());
+  return result;
+}
+
+// ---- scaled dot-product attention ----------------------------------------------------------
+
+// Slots: query, key, value, attnMask. `scale` NaN means the default 1/sqrt(d).
 attn::SdpaOptions read_sdpa_options(uintptr_t shapes, int mask_type, uintptr_t mask, bool causal, double scale,
                                     double dropout_p, double seed) {
   attn::SdpaOptions options;
@@ -67,18 +96,191 @@ val sdpa_check(uintptr_t shapes, int mask_type, bool causal, double scale, doubl
 val sdpa(uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value, int mask_type, uintptr_t mask,
          bool causal, double scale, double dropout_p, double seed, uintptr_t output, uintptr_t weights) {
   const attn::SdpaOptions options = read_sdpa_options(shapes, mask_type, mask, causal, scale, dropout_p, seed);
-  return to_js(attn::scaled_dot_product_attention(
-      {reinterpret_cast<const float*>(query), read_shape(shapes, 0)},
-      {reinterpret_cast<const float*>(key), read_shape(shapes, 1)},
-      {reinterpret_cast<const float*>(value), read_shape(shapes, 2)}, options, reinterpret_cast<float*>(output),
+  return to_js(attn::scaled_dot_product_attention(read_tensor(shapes, 0, query), read_tensor(shapes, 1, key),
+                                                  read_tensor(shapes, 2, value), options,
+                                                  reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+}
+
+// ---- modules -------------------------------------------------------------------------------
+// A module handle is its attn::Module* as an integer; the JS layer owns its lifetime.
+
+attn::Module* module_of(uintptr_t handle) { return reinterpret_cast<attn::Module*>(handle); }
+template <class T>
+T* as(uintptr_t handle) {
+  return static_cast<T*>(module_of(handle));
+}
+
+// The handle as a number, or the Status that refused the configuration.
+template <class T, class Config>
+val create(const Config& config) {
+  std::unique_ptr<T> module;
+  const attn::Status s = T::create(config, &module);
+  if (!s.ok()) return to_js(s);
+  return val(static_cast<double>(reinterpret_cast<uintptr_t>(static_cast<attn::Module*>(module.release()))));
+}
+
+void destroy(uintptr_t handle) { delete module_of(handle); }
+void set_training(uintptr_t handle, bool training) { module_of(handle)->set_training(training); }
+
+// names: JS array of strings; pointers: JS array of heap addresses; shapes: one slot per entry.
+val load_state_dict(uintptr_t handle, val names, val pointers, uintptr_t shapes) {
+  std::vector<attn::NamedTensor> state_dict;
+  const int count = names["length"].as<int>();
+  for (int i = 0; i < count; ++i)
+    state_dict.push_back({names[i].as<std::string>(), read_tensor(shapes, i, pointers[i].as<uintptr_t>())});
+  return to_js(module_of(handle)->load_state_dict(state_dict));
+}
+
+val mha_create(double embed_dim, double num_heads, bool bias, bool add_bias_kv, bool add_zero_attn, double kdim,
+               double vdim, bool batch_first, double dropout) {
+  return create<attn::MultiheadAttention>(attn::MultiheadAttentionConfig{
+      static_cast<int64_t>(embed_dim), static_cast<int64_t>(num_heads), bias, add_bias_kv, add_zero_attn,
+      static_cast<int64_t>(kdim), static_cast<int64_t>(vdim), batch_first, static_cast<float>(dropout)});
+}
+
+// Slots: query, key, value, attnMask, keyPaddingMask.
+attn::MultiheadAttentionOptions read_mha_options(uintptr_t shapes, int attn_mask_type, uintptr_t attn_mask,
+                                                 int padding_type, uintptr_t padding, bool need_weights, bool average,
+                                                 bool causal, double seed) {
+  attn::MultiheadAttentionOptions options;
+  options.attn_mask = read_mask(shapes, 3, attn_mask_type, attn_mask, /*true_means_masked=*/true);
+  options.key_padding_mask = read_mask(shapes, 4, padding_type, padding, /*true_means_masked=*/true);
+  options.need_weights = need_weights;
+  options.average_attn_weights = average;
+  options.is_causal = causal;
+  options.seed = static_cast<uint64_t>(seed);
+  return options;
+}
+
+val mha_check(uintptr_t handle, uintptr_t shapes, int attn_mask_type, int padding_type, bool need_weights,
+              bool average) {
+  const auto options = read_mha_options(shapes, attn_mask_type, 0, padding_type, 0, need_weights, average, false, 0);
+  attn::Shape output, weights;
+  const attn::Status s = as<attn::MultiheadAttention>(handle)->check_forward(
+      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2), options, &output, &weights);
+  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+}
+
+val mha_forward(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
+                int attn_mask_type, uintptr_t attn_mask, int padding_type, uintptr_t padding, bool need_weights,
+                bool average, bool causal, double seed, uintptr_t output, uintptr_t weights) {
+  const auto options = read_mha_options(shapes, attn_mask_type, attn_mask, padding_type, padding, need_weights,
+                                        average, causal, seed);
+  return to_js(as<attn::MultiheadAttention>(handle)->forward(
+      read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value), options,
+      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+}
+
+val self_attention_create(double embed_dim, double key_size, double value_size, double dropout) {
+  return create<attn::SelfAttention>(attn::SelfAttentionConfig{static_cast<int64_t>(embed_dim),
+                                                               static_cast<int64_t>(key_size),
+                                                               static_cast<int64_t>(value_size),
+                                                               static_cast<float>(dropout)});
+}
+
+// Slots: x, attnMask.
+val self_attention_check(uintptr_t handle, uintptr_t shapes, int mask_type) {
+  attn::Shape output, weights;
+  const attn::Status s = as<attn::SelfAttention>(handle)->check_forward(
+      read_shape(shapes, 0), read_mask(shapes, 1, mask_type, 0, true), &output, &weights);
+  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+}
+
+val self_attention_forward(uintptr_t handle, uintptr_t shapes, uintptr_t x, int mask_type, uintptr_t mask,
+                           double seed, uintptr_t output, uintptr_t weights) {
+  return to_js(as<attn::SelfAttention>(handle)->forward(read_tensor(shapes, 0, x),
+                                                        read_mask(shapes, 1, mask_type, mask, true),
+                                                        static_cast<uint64_t>(seed), reinterpret_cast<float*>(output),
+                                                        reinterpret_cast<float*>(weights)));
+}
+
+val additive_create(double query_size, double key_size, double hidden_size, double dropout) {
+  return create<attn::AdditiveAttention>(attn::AdditiveAttentionConfig{static_cast<int64_t>(query_size),
+                                                                       static_cast<int64_t>(key_size),
+                                                                       static_cast<int64_t>(hidden_size),
+                                                                       static_cast<float>(dropout)});
+}
+
+// Slots: query, key, value, attnMask (boolean 1 = masked out).
+val additive_check(uintptr_t handle, uintptr_t shapes, int mask_type) {
+  attn::Shape output, weights;
+  const attn::Status s = as<attn::AdditiveAttention>(handle)->check_forward(
+      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2), read_mask(shapes, 3, mask_type, 0, true),
+      &output, &weights);
+  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+}
+
+val additive_forward(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
+                     int mask_type, uintptr_t mask, double seed, uintptr_t output, uintptr_t weights) {
+  return to_js(as<attn::AdditiveAttention>(handle)->forward(
+      read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value),
+      read_mask(shapes, 3, mask_type, mask, true), static_cast<uint64_t>(seed), reinterpret_cast<float*>(output),
       reinterpret_cast<float*>(weights)));
+}
+
+val relative_create(double heads, double d_model, double P, double dropout) {
+  return create<attn::RelativeMultiHeadAttention>(attn::RelativeAttentionConfig{
+      static_cast<int64_t>(heads), static_cast<int64_t>(d_model), static_cast<int64_t>(P), static_cast<float>(dropout)});
+}
+
+// Slots: query, key, value, mask (boolean 0 = masked out).
+val relative_check(uintptr_t handle, uintptr_t shapes, int mask_type) {
+  attn::Shape output, weights;
+  const attn::Status s = as<attn::RelativeMultiHeadAttention>(handle)->check_forward(
+      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2), read_mask(shapes, 3, mask_type, 0, false),
+      &output, &weights);
+  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+}
+
+val relative_forward(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
+                     int mask_type, uintptr_t mask, double seed, uintptr_t output, uintptr_t weights) {
+  return to_js(as<attn::RelativeMultiHeadAttention>(handle)->forward(
+      read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value),
+      read_mask(shapes, 3, mask_type, mask, false), static_cast<uint64_t>(seed), reinterpret_cast<float*>(output),
+      reinterpret_cast<float*>(weights)));
+}
+
+// ---- masks.merge ---------------------------------------------------------------------------
+
+// Slots: attnMask, keyPaddingMask.
+val merge_check(uintptr_t shapes, int attn_mask_type, int padding_type, double heads) {
+  attn::Shape merged;
+  const attn::Status s = attn::check_merge_masks(read_mask(shapes, 0, attn_mask_type, 0, true),
+                                                 read_mask(shapes, 1, padding_type, 0, true),
+                                                 static_cast<int64_t>(heads), &merged);
+  return s.ok() ? to_js(merged) : to_js(s);
+}
+
+val merge(uintptr_t shapes, int attn_mask_type, uintptr_t attn_mask, int padding_type, uintptr_t padding,
+          double heads, uintptr_t output) {
+  return to_js(attn::merge_masks(read_mask(shapes, 0, attn_mask_type, attn_mask, true),
+                                 read_mask(shapes, 1, padding_type, padding, true), static_cast<int64_t>(heads),
+                                 reinterpret_cast<float*>(output)));
 }
 
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(attention) {
+  using emscripten::function;
   emscripten::constant("_maxRank", attn::kMaxRank);
-  emscripten::function("_setThreadCount", &attn::set_thread_count);
-  emscripten::function("_sdpaCheck", &sdpa_check);
-  emscripten::function("_sdpa", &sdpa);
+  function("_setThreadCount", &attn::set_thread_count);
+  function("_sdpaCheck", &sdpa_check);
+  function("_sdpa", &sdpa);
+  function("_moduleDestroy", &destroy);
+  function("_moduleSetTraining", &set_training);
+  function("_moduleLoadStateDict", &load_state_dict);
+  function("_mhaCreate", &mha_create);
+  function("_mhaCheck", &mha_check);
+  function("_mhaForward", &mha_forward);
+  function("_selfAttentionCreate", &self_attention_create);
+  function("_selfAttentionCheck", &self_attention_check);
+  function("_selfAttentionForward", &self_attention_forward);
+  function("_additiveCreate", &additive_create);
+  function("_additiveCheck", &additive_check);
+  function("_additiveForward", &additive_forward);
+  function("_relativeCreate", &relative_create);
+  function("_relativeCheck", &relative_check);
+  function("_relativeForward", &relative_forward);
+  function("_mergeCheck", &merge_check);
+  function("_merge", &merge);
 }

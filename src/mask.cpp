@@ -86,4 +86,47 @@ int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, f
   return visible;
 }
 
+Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, Shape* merged) {
+  if (heads <= 0) return Status::invalid("numHeads", "a positive integer", std::to_string(heads));
+  const Shape& kpm = key_padding_mask.shape;
+  if (!key_padding_mask.present() || kpm.rank != 2 || !kpm.non_negative())
+    return Status::invalid("keyPaddingMask", "[N, m]", key_padding_mask.present() ? kpm.str() : "none");
+  const int64_t N = kpm[0], m = kpm[1];
+  int64_t n = 1;
+  if (attn_mask.present()) {
+    const Shape& am = attn_mask.shape;
+    const bool fits = (am.rank == 2 && am[1] == m) || (am.rank == 3 && am[0] == N * heads && am[2] == m);
+    if (!fits || !am.non_negative())
+      return Status::invalid("attnMask",
+                             "[n, " + std::to_string(m) + "] or [" + std::to_string(N * heads) + ", n, " +
+                                 std::to_string(m) + "] (N*numHeads, n, m)",
+                             am.str());
+    n = am.at_end(2);
+  }
+  *merged = {N * heads, n, m};
+  return Status::success();
+}
+
+Status merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, float* merged) {
+  Shape shape;
+  Status s = check_merge_masks(attn_mask, key_padding_mask, heads, &shape);
+  if (s.ok()) s = check_data(attn_mask, "attnMask");
+  if (s.ok()) s = check_data(key_padding_mask, "keyPaddingMask");
+  if (!s.ok()) return s;
+  const int64_t N = key_padding_mask.shape[0], n = shape[1], m = shape[2];
+  const Shape scores{N, heads, n, m};
+  ScoreMask mask;
+  if (attn_mask.present()) {
+    MaskView am = attn_mask;
+    if (am.shape.rank == 3) am.shape = scores;
+    mask.add(BroadcastMask(am, scores));
+  }
+  MaskView padding = key_padding_mask;
+  padding.shape = {N, 1, 1, m};
+  mask.add(BroadcastMask(padding, scores));
+  for (int64_t b = 0; b < N * heads; ++b)
+    for (int64_t i = 0; i < n; ++i) mask.fill_bias(b, i, 0, m, merged + (b * n + i) * m);
+  return Status::success();
+}
+
 }  // namespace attn

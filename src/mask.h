@@ -60,4 +60,11 @@ class ScoreMask {
   int64_t width_ = INT64_MAX;
 };
 
+// masks.merge: the single additive mask MultiheadAttention applies, [N*heads, n, m] (n = 1 without
+// an attention mask): -inf where either mask hides the key, else the sum of the additive values.
+// attn_mask: [n, m] or [N*heads, n, m] (boolean 1 = not allowed); key_padding_mask: [N, m]
+// (boolean 1 = padding). check_merge_masks reads shapes only.
+Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, Shape* merged);
+Status merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, float* merged);
+
 }  // namespace attn

@@ -1,0 +1,299 @@
+// The attention modules: PyTorch-style classes over core objects held in wasm memory. Each
+// instance of init() gets its own classes, bound to its own wasm instance.
+import { AttentionError, describe } from './errors.js';
+import { checkBoolean, checkMask, checkNumber, checkOptions, checkTensor, MAX_DIM } from './validate.js';
+import { maskType, throwIfFailed } from './runtime.js';
+
+const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+// Per-module state, out of users' reach: { runtime, handle, name, training, seed, calls }.
+const internals = new WeakMap();
+
+// Frees the core object of a module that was dropped without dispose().
+const registry = new FinalizationRegistry(({ runtime, handle }) => {
+  runtime.wasm._moduleDestroy(handle);
+  runtime.liveObjects--;
+});
+
+function checkSize(value, argument) {
+  return checkNumber(value, argument, { min: 1, max: MAX_DIM, integer: true });
+}
+
+function checkDropout(value) {
+  return value === undefined ? 0 : checkNumber(value, 'dropout', { min: 0, max: 1, maxExclusive: true, float32: true });
+}
+
+function checkSeed(value, argument = 'seed') {
+  return checkNumber(value, argument, { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
+}
+
+// The handle of a module that is still alive.
+function live(module) {
+  const state = internals.get(module);
+  if (!state.handle) throw new AttentionError(state.name, 'a module that is not disposed', 'a disposed module');
+  return state;
+}
+
+// Dropout draws: the call's seed, else the module's seed advanced once per call, so a run repeats
+// exactly while successive calls differ.
+function nextSeed(state, seed) {
+  if (seed !== undefined) return checkSeed(seed);
+  return (state.seed + state.calls++) % Number.MAX_SAFE_INTEGER;
+}
+
+// Read-only, enumerable constructor arguments.
+function expose(module, values) {
+  for (const [key, value] of Object.entries(values)) Object.defineProperty(module, key, { value, enumerable: true });
+}
+
+class AttentionModule {
+  constructor(runtime, name, handle, seed) {
+    if (typeof handle !== 'number') throwIfFailed(handle);
+    internals.set(this, { runtime, handle, name, training: false, seed, calls: 0 });
+    runtime.liveObjects++;
+    registry.register(this, { runtime, handle }, this);
+  }
+
+  /** Whether dropout is active (modules start in eval mode). */
+  get training() {
+    return internals.get(this).training;
+  }
+
+  /** Switches training mode (dropout on) or eval mode (off). Returns this. */
+  train(mode = true) {
+    const state = live(this);
+    checkBoolean(mode, 'mode', true);
+    state.runtime.wasm._moduleSetTraining(state.handle, mode);
+    state.training = mode;
+    return this;
+  }
+
+  eval() {
+    return this.train(false);
+  }
+
+  /** Loads PyTorch state_dict() entries: { name: { data: Float32Array, shape } } or a Map. */
+  loadStateDict(stateDict) {
+    const { runtime, handle } = live(this);
+    const isMap = stateDict instanceof Map;
+    if (!isMap && (stateDict === null || typeof stateDict !== 'object' || Array.isArray(stateDict)))
+      throw new AttentionError('stateDict', 'an object mapping state_dict() names to tensors', describe(stateDict));
+    const entries = isMap ? [...stateDict.entries()] : Object.entries(stateDict);
+    entries.forEach(([name, tensor]) => checkTensor(tensor, `stateDict['${name}']`));
+    runtime.invoke(
+      entries.map(([name, tensor]) => [tensor.data, `stateDict['${name}']`]),
+      [],
+      (pointers, _, heap) => {
+        const shapes = runtime.writeShapes(
+          entries.map(([name, tensor]) => [tensor.shape, `stateDict['${name}']`, 'the shape PyTorch gives it']),
+          heap.alloc(Math.max(entries.length, 1) * 4 * (1 + runtime.maxRank), 'stateDict shapes'),
+        );
+        return runtime.wasm._moduleLoadStateDict(handle, entries.map(([name]) => name), pointers, shapes);
+      },
+    );
+    return this;
+  }
+
+  /** Frees the module's wasm memory now. Safe to call twice; later use throws. */
+  dispose() {
+    const state = internals.get(this);
+    if (!state.handle) return;
+    registry.unregister(this);
+    state.runtime.wasm._moduleDestroy(state.handle);
+    state.runtime.liveObjects--;
+    state.handle = 0;
+  }
+
+  [disposeSymbol]() {
+    this.dispose();
+  }
+}
+
+// Runs a module's forward: shape check (gives the result shapes), then the call proper.
+function forward(state, shapeEntries, check, inputs, run) {
+  const { runtime } = state;
+  const shapes = runtime.writeShapes(shapeEntries);
+  const result = check(shapes);
+  if (!result || result.output === undefined) throwIfFailed(result);
+  const [output, weights] = runtime.invoke(
+    inputs,
+    [[result.output, 'output'], [result.weights, 'weights']],
+    (pointers, [out, w]) => run(shapes, pointers, out, w),
+  );
+  return { output, weights };
+}
+
+// Relative attention reads any mask as 0 = masked, nonzero = keep: a float mask becomes bytes.
+function asKeepBytes(mask) {
+  if (!mask || mask.data instanceof Uint8Array) return mask;
+  return { data: Uint8Array.from(mask.data, (x) => (x !== 0 ? 1 : 0)), shape: mask.shape };
+}
+
+export function createModuleClasses(runtime) {
+  const wasm = runtime.wasm;
+
+  class MultiheadAttention extends AttentionModule {
+    /** torch.nn.MultiheadAttention(embedDim, numHeads, ...). Starts in eval mode. */
+    constructor(embedDim, numHeads, opts) {
+      checkSize(embedDim, 'embedDim');
+      checkSize(numHeads, 'numHeads');
+      opts = checkOptions(opts, ['bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim', 'batchFirst', 'dropout', 'seed']);
+      const config = {
+        embedDim,
+        numHeads,
+        bias: checkBoolean(opts.bias, 'bias', true),
+        addBiasKV: checkBoolean(opts.addBiasKV, 'addBiasKV', false),
+        addZeroAttn: checkBoolean(opts.addZeroAttn, 'addZeroAttn', false),
+        kdim: opts.kdim === undefined ? embedDim : checkSize(opts.kdim, 'kdim'),
+        vdim: opts.vdim === undefined ? embedDim : checkSize(opts.vdim, 'vdim'),
+        batchFirst: checkBoolean(opts.batchFirst, 'batchFirst', false),
+        dropout: checkDropout(opts.dropout),
+      };
+      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
+      const c = config;
+      const handle = wasm._mhaCreate(c.embedDim, c.numHeads, c.bias, c.addBiasKV, c.addZeroAttn, c.kdim, c.vdim, c.batchFirst, c.dropout);
+      super(runtime, 'MultiheadAttention', handle, seed);
+      expose(this, config);
+    }
+
+    /**
+     * query (L, N, E) ((N, L, E) with batchFirst, or unbatched (L, E)); key and value default to
+     * the query. Returns { output, weights }.
+     */
+    forward(query, key, value, opts) {
+      const state = live(this);
+      key = key ?? query;
+      value = value ?? key;
+      checkTensor(query, 'query');
+      checkTensor(key, 'key');
+      checkTensor(value, 'value');
+      opts = checkOptions(opts, ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights', 'isCausal', 'seed']);
+      const attnMask = checkMask(opts.attnMask, 'attnMask');
+      const padding = checkMask(opts.keyPaddingMask, 'keyPaddingMask');
+      const needWeights = checkBoolean(opts.needWeights, 'needWeights', true);
+      const average = checkBoolean(opts.averageAttnWeights, 'averageAttnWeights', true);
+      const isCausal = checkBoolean(opts.isCausal, 'isCausal', false);
+      const seed = nextSeed(state, opts.seed);
+      return forward(
+        state,
+        [
+          [query.shape, 'query', '(L, N, E)'],
+          [key.shape, 'key', '(S, N, kdim)'],
+          [value.shape, 'value', '(S, N, vdim)'],
+          [attnMask ? attnMask.shape : [], 'attnMask', '[n, m] or [N*numHeads, n, m]'],
+          [padding ? padding.shape : [], 'keyPaddingMask', '[N, m]'],
+        ],
+        (shapes) => wasm._mhaCheck(state.handle, shapes, maskType(attnMask), maskType(padding), needWeights, average),
+        [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [attnMask?.data, 'attnMask'], [padding?.data, 'keyPaddingMask']],
+        (shapes, [q, k, v, am, kpm], out, w) =>
+          wasm._mhaForward(state.handle, shapes, q, k, v, maskType(attnMask), am, maskType(padding), kpm, needWeights, average, isCausal, seed, out, w),
+      );
+    }
+  }
+
+  class SelfAttention extends AttentionModule {
+    /** Single-head self-attention with its own key and value sizes. Starts in eval mode. */
+    constructor(embedDim, keySize, valueSize, opts) {
+      checkSize(embedDim, 'embedDim');
+      checkSize(keySize, 'keySize');
+      checkSize(valueSize, 'valueSize');
+      opts = checkOptions(opts, ['dropout', 'seed']);
+      const dropout = checkDropout(opts.dropout);
+      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
+      super(runtime, 'SelfAttention', wasm._selfAttentionCreate(embedDim, keySize, valueSize, dropout), seed);
+      expose(this, { embedDim, keySize, valueSize, dropout });
+    }
+
+    /** x [N, L, embedDim]; attnMask broadcastable to [N, L, L], boolean 1 = masked out. */
+    forward(x, opts) {
+      const state = live(this);
+      checkTensor(x, 'x');
+      opts = checkOptions(opts, ['attnMask', 'seed']);
+      const mask = checkMask(opts.attnMask, 'attnMask');
+      const seed = nextSeed(state, opts.seed);
+      return forward(
+        state,
+        [[x.shape, 'x', '[N, L, embedDim]'], [mask ? mask.shape : [], 'attnMask', 'broadcastable to [N, L, L]']],
+        (shapes) => wasm._selfAttentionCheck(state.handle, shapes, maskType(mask)),
+        [[x.data, 'x'], [mask?.data, 'attnMask']],
+        (shapes, [xp, mp], out, w) => wasm._selfAttentionForward(state.handle, shapes, xp, maskType(mask), mp, seed, out, w),
+      );
+    }
+  }
+
+  class AdditiveAttention extends AttentionModule {
+    /** Additive (Bahdanau) attention: scores = w_v · tanh(W_q q + W_k k). Starts in eval mode. */
+    constructor(querySize, keySize, hiddenSize, opts) {
+      checkSize(querySize, 'querySize');
+      checkSize(keySize, 'keySize');
+      checkSize(hiddenSize, 'hiddenSize');
+      opts = checkOptions(opts, ['dropout', 'seed']);
+      const dropout = checkDropout(opts.dropout);
+      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
+      super(runtime, 'AdditiveAttention', wasm._additiveCreate(querySize, keySize, hiddenSize, dropout), seed);
+      expose(this, { querySize, keySize, hiddenSize, dropout });
+    }
+
+    /** query [N, n, dq], key [N, m, dk], value [N, m, dv]; attnMask broadcastable to [N, n, m], 1 = masked out. */
+    forward(query, key, value, opts) {
+      const state = live(this);
+      checkTensor(query, 'query');
+      checkTensor(key, 'key');
+      checkTensor(value, 'value');
+      opts = checkOptions(opts, ['attnMask', 'seed']);
+      const mask = checkMask(opts.attnMask, 'attnMask');
+      const seed = nextSeed(state, opts.seed);
+      return forward(
+        state,
+        [
+          [query.shape, 'query', '[N, n, querySize]'],
+          [key.shape, 'key', '[N, m, keySize]'],
+          [value.shape, 'value', '[N, m, dv]'],
+          [mask ? mask.shape : [], 'attnMask', 'broadcastable to [N, n, m]'],
+        ],
+        (shapes) => wasm._additiveCheck(state.handle, shapes, maskType(mask)),
+        [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'attnMask']],
+        (shapes, [q, k, v, m], out, w) => wasm._additiveForward(state.handle, shapes, q, k, v, maskType(mask), m, seed, out, w),
+      );
+    }
+  }
+
+  class RelativeMultiHeadAttention extends AttentionModule {
+    /** Transformer-XL relative multi-head attention (labml.ai formulation). Starts in eval mode. */
+    constructor(heads, dModel, opts) {
+      checkSize(heads, 'heads');
+      checkSize(dModel, 'dModel');
+      opts = checkOptions(opts, ['P', 'dropout', 'seed']);
+      const P = opts.P === undefined ? 4096 : checkSize(opts.P, 'P');
+      const dropout = checkDropout(opts.dropout);
+      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
+      super(runtime, 'RelativeMultiHeadAttention', wasm._relativeCreate(heads, dModel, P, dropout), seed);
+      expose(this, { heads, dModel, P, dropout });
+    }
+
+    /** query [n, B, dModel], key and value [m, B, dModel]; mask [n|1, m, B|1], 0 = masked out. */
+    forward(query, key, value, opts) {
+      const state = live(this);
+      checkTensor(query, 'query');
+      checkTensor(key, 'key');
+      checkTensor(value, 'value');
+      opts = checkOptions(opts, ['mask', 'seed']);
+      const mask = asKeepBytes(checkMask(opts.mask, 'mask'));
+      const seed = nextSeed(state, opts.seed);
+      return forward(
+        state,
+        [
+          [query.shape, 'query', '[n, B, dModel]'],
+          [key.shape, 'key', '[m, B, dModel]'],
+          [value.shape, 'value', '[m, B, dModel]'],
+          [mask ? mask.shape : [], 'mask', '[n or 1, m, B or 1]'],
+        ],
+        (shapes) => wasm._relativeCheck(state.handle, shapes, maskType(mask)),
+        [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'mask']],
+        (shapes, [q, k, v, m], out, w) => wasm._relativeForward(state.handle, shapes, q, k, v, maskType(mask), m, seed, out, w),
+      );
+    }
+  }
+
+  return { MultiheadAttention, SelfAttention, AdditiveAttention, RelativeMultiHeadAttention };
+}
