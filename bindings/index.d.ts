@@ -117,7 +117,8 @@ export interface MultiheadAttentionForwardOptions {
   /** [N, m] ([m] unbatched). Boolean: **1 = padding, ignored**. Float: added to the scores. */
   keyPaddingMask?: Mask | null;
   /**
-   * [n, m] or [N*numHeads, n, m] ([numHeads, n, m] unbatched). Boolean: **1 = not allowed**.
+   * [n, m] or [N*numHeads, n, m] ([numHeads, n, m] unbatched; [N*numHeads, 1, m], as `masks.merge`
+   * returns without an attention mask, also works). Boolean: **1 = not allowed**.
    * Float: added to the scores. Merged with keyPaddingMask as `masks.merge` shows.
    */
   attnMask?: Mask | null;

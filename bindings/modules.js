@@ -76,7 +76,7 @@ class AttentionModule {
   loadStateDict(stateDict) {
     const { runtime, handle } = live(this);
     const isMap = stateDict instanceof Map;
-    if (!isMap && (stateDict === null || typeof stateDict !== 'object' || Array.isArray(stateDict)))
+    if (!isMap && (stateDict === null || typeof stateDict !== 'object' || Array.isArray(stateDict) || ArrayBuffer.isView(stateDict)))
       throw new AttentionError('stateDict', 'an object mapping state_dict() names to tensors', describe(stateDict));
     const entries = isMap ? [...stateDict.entries()] : Object.entries(stateDict);
     entries.forEach(([name, tensor]) => checkTensor(tensor, `stateDict['${name}']`));

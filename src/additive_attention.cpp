@@ -20,6 +20,12 @@ Status AdditiveAttention::create(const AdditiveAttentionConfig& config, std::uni
   return s;
 }
 
+Status AdditiveAttention::prepare() {
+  const AdditiveAttentionConfig& c = config_;
+  return first_failure({q_weight_.pack(parameters_.get(w_q_), c.hidden_size, c.query_size),
+                        k_weight_.pack(parameters_.get(w_k_), c.hidden_size, c.key_size)});
+}
+
 Status AdditiveAttention::check_forward(const Shape& query, const Shape& key, const Shape& value, const MaskView& mask,
                                         Shape* output_shape, Shape* weights_shape) const {
   const std::string dq = std::to_string(config_.query_size), dk = std::to_string(config_.key_size);
@@ -55,8 +61,8 @@ Status AdditiveAttention::forward(const TensorView& query, const TensorView& key
     s = buffer->allocate(rows * h, "AdditiveAttention activations");
     if (!s.ok()) return s;
   }
-  linear(N * n, config_.query_size, h, query.data, config_.query_size, parameters_.get(w_q_), nullptr, q.data(), h);
-  linear(N * m, config_.key_size, h, key.data, config_.key_size, parameters_.get(w_k_), nullptr, k.data(), h);
+  linear(N * n, query.data, config_.query_size, q_weight_, nullptr, q.data(), h);
+  linear(N * m, key.data, config_.key_size, k_weight_, nullptr, k.data(), h);
 
   const float* w_v = parameters_.get(w_v_);
   const ScoreFunction scores = [&](int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* out,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "linear.h"
 #include "module.h"
 #include "tensor.h"
 
@@ -31,8 +32,10 @@ class AdditiveAttention : public Module {
 
  private:
   explicit AdditiveAttention(const AdditiveAttentionConfig& config);
+  Status prepare() override;
   AdditiveAttentionConfig config_;
   int w_q_, w_k_, w_v_;
+  PackedWeight q_weight_, k_weight_;
 };
 
 }  // namespace attn

@@ -6,6 +6,7 @@
 
 #include "buffer.h"
 #include "kernels/kernels.h"
+#include "kernels/packing.h"
 #include "parallel.h"
 
 namespace attn {
@@ -47,14 +48,21 @@ Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
           static_cast<size_t>(p.output_layout.row_stride)};
 }
 
+// Scores of queries [i0, i0 + rows) against keys [j0, j0 + cols): Q·Kᵀ through the packed GEMM,
+// one key tile at a time (packing a tile costs 1/(2·rows) of multiplying it), or the operator's
+// own score function. `packed` holds kernels::packed_size(d, kKeyTile) floats.
 void compute_scores(const AttentionBlocks& p, const Block& block, int64_t b, int64_t i0, int64_t rows, int64_t j0,
-                    int64_t cols, float* scores, size_t ld) {
+                    int64_t cols, float* scores, size_t ld, float* packed) {
   if (p.score) {
     (*p.score)(b, i0, rows, j0, cols, scores, ld);
     return;
   }
-  kernels::active_kernels().gemm_nt(rows, cols, p.d, block.query + i0 * block.ldq, block.ldq, block.key + j0 * block.ldk,
-                                    block.ldk, scores, ld);
+  const kernels::KernelSet& k = kernels::active_kernels();
+  for (int64_t t0 = 0; t0 < cols; t0 += kKeyTile) {
+    const int64_t tile = std::min(kKeyTile, cols - t0);
+    kernels::pack_transposed(p.d, tile, block.key + (j0 + t0) * block.ldk, block.ldk, packed);
+    k.gemm_packed(rows, tile, p.d, block.query + i0 * block.ldq, block.ldq, packed, nullptr, scores + t0, ld);
+  }
 }
 
 bool dropout_active(const AttentionBlocks& p) { return p.dropout && p.dropout->active(); }
@@ -67,7 +75,8 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
 
 // Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the caller's
 // weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats.
-void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float* bias, float* weights, float* output) {
+void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float* bias, float* packed, float* weights,
+                         float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   const float* V = block.value;
@@ -76,7 +85,7 @@ void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float*
   float* W = weights + b * p.n * p.m;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
-  compute_scores(p, block, b, i0, rows, 0, p.m, W + i0 * p.m, p.m);
+  compute_scores(p, block, b, i0, rows, 0, p.m, W + i0 * p.m, p.m, packed);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
     int64_t visible = 0;
@@ -97,7 +106,8 @@ void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float*
 // Streaming path (online softmax, as in FlashAttention) for queries [i0, i0 + 32) of block b: key
 // tiles are folded into a running max, a running sum and an unnormalised output, which is rescaled
 // whenever the max grows. Scratch is one score tile and one bias row, whatever n and m are.
-void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* scores, float* bias, float* output) {
+void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* scores, float* bias, float* packed,
+                      float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   const float* V = block.value;
@@ -115,7 +125,7 @@ void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* sc
     const int64_t cols = std::min(kKeyTile, p.m - j0);
     // Under the causal rule, key tiles past the tile's last query are skipped: half the work.
     if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
-    compute_scores(p, block, b, i0, rows, j0, cols, scores, kKeyTile);
+    compute_scores(p, block, b, i0, rows, j0, cols, scores, kKeyTile, packed);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
       int64_t visible = 0;
@@ -153,7 +163,9 @@ void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* sc
 Status attend(const AttentionBlocks& p, float* output, float* weights) {
   // Work items are (block, query tile) pairs; each thread gets its own scratch.
   const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
-  const int64_t per_thread = weights ? p.m : kQueryTile * kKeyTile + kKeyTile;
+  const int64_t packed = static_cast<int64_t>(kernels::packed_size(p.d, kKeyTile));
+  const int64_t bias = weights ? p.m : kKeyTile;
+  const int64_t per_thread = bias + packed + (weights ? 0 : kQueryTile * kKeyTile);
   const int threads = thread_count();
   FloatBuffer scratch;
   Status status = scratch.allocate(per_thread * threads, "attention scratch");
@@ -162,9 +174,9 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
     const int64_t b = item / tiles, i0 = (item % tiles) * kQueryTile;
     float* mine = scratch.data() + worker * per_thread;
     if (weights)
-      attend_with_weights(p, b, i0, mine, weights, output);
+      attend_with_weights(p, b, i0, mine, mine + bias, weights, output);
     else
-      attend_streaming(p, b, i0, mine, mine + kQueryTile * kKeyTile, output);
+      attend_streaming(p, b, i0, mine + bias + packed, mine, mine + bias, output);
   });
   return Status::success();
 }

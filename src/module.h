@@ -34,19 +34,33 @@ class Module {
  public:
   virtual ~Module() = default;
 
-  Status load_state_dict(const std::vector<NamedTensor>& state_dict) { return parameters_.load(state_dict); }
+  // Loads the parameters, then lets the module prepare them (pack its weights). A refused state
+  // dict changes nothing; if preparing fails (out of memory), forward() refuses until a load works.
+  Status load_state_dict(const std::vector<NamedTensor>& state_dict) {
+    Status s = parameters_.load(state_dict);
+    if (!s.ok()) return s;
+    s = prepare();
+    ready_ = s.ok();
+    return s;
+  }
   void set_training(bool training) { training_ = training; }
   bool training() const { return training_; }
 
  protected:
+  // Derives what forward() needs from freshly loaded parameters.
+  virtual Status prepare() = 0;
+
   // The error every forward() gives before load_state_dict().
   Status require_loaded(const char* module) const {
-    if (parameters_.loaded()) return Status::success();
+    if (ready_) return Status::success();
     return Status::invalid(module, "loadStateDict() before forward()", "no weights loaded");
   }
 
   Parameters parameters_;
   bool training_ = false;
+
+ private:
+  bool ready_ = false;
 };
 
 }  // namespace attn

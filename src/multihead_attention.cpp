@@ -68,6 +68,17 @@ Status MultiheadAttention::create(const MultiheadAttentionConfig& requested, std
   return Status::success();
 }
 
+Status MultiheadAttention::prepare() {
+  const int64_t E = config_.embed_dim;
+  // in_proj_weight stacks the query, key and value projections; separate weights when kdim or vdim differ.
+  const auto slice = [&](int separate, int slot) {
+    return separate >= 0 ? parameters_.get(separate) : parameters_.get(in_proj_weight_) + slot * E * E;
+  };
+  return first_failure({q_weight_.pack(slice(q_proj_weight_, 0), E, E), k_weight_.pack(slice(k_proj_weight_, 1), E, config_.kdim),
+                        v_weight_.pack(slice(v_proj_weight_, 2), E, config_.vdim),
+                        out_weight_.pack(parameters_.get(out_proj_weight_), E, E)});
+}
+
 Status MultiheadAttention::check_forward(const Shape& query, const Shape& key, const Shape& value,
                                          const MultiheadAttentionOptions& options, Shape* output_shape,
                                          Shape* weights_shape) const {
@@ -106,7 +117,9 @@ Status MultiheadAttention::check_forward(const Shape& query, const Shape& key, c
                            kpm.shape.str());
   const MaskView& am = options.attn_mask;
   const Shape per_head = batched ? Shape{N * c.num_heads, n, m} : Shape{c.num_heads, n, m};
-  if (am.present() && am.shape != Shape{n, m} && am.shape != per_head)
+  Shape per_head_all_queries = per_head;  // masks.merge's result without an attention mask
+  per_head_all_queries[1] = 1;
+  if (am.present() && am.shape != Shape{n, m} && am.shape != per_head && am.shape != per_head_all_queries)
     return Status::invalid("attnMask",
                            dims({num(n), num(m)}) + " (n, m) or " + per_head.str() +
                                (batched ? " (N*numHeads, n, m)" : " (numHeads, n, m)"),
@@ -152,20 +165,16 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   // Input projections, in each input's own token order. Key and value rows get their extra rows
   // (bias_k / bias_v, then zeros) appended per batch element.
   const float* in_bias = in_proj_bias_ >= 0 ? parameters_.get(in_proj_bias_) : nullptr;
-  const auto weight = [&](int separate, int slot) {
-    return separate >= 0 ? parameters_.get(separate) : parameters_.get(in_proj_weight_) + slot * E * E;
-  };
   const auto bias = [&](int slot) { return in_bias ? in_bias + slot * E : nullptr; };
-  linear(g.queries * g.batch, E, E, query.data, E, weight(q_proj_weight_, 0), bias(0), q.data(), E);
+  linear(g.queries * g.batch, query.data, E, q_weight_, bias(0), q.data(), E);
   const BlockLayout kv_layout = token_layout(batch_first, g.batch, g.all_keys(), H, E);
-  const auto project_keys = [&](const TensorView& input, int64_t features, const float* w, const float* b,
+  const auto project_keys = [&](const TensorView& input, int64_t features, const PackedWeight& w, const float* b,
                                 int extra_parameter, FloatBuffer& out) {
     if (batch_first) {
       for (int64_t n = 0; n < g.batch; ++n)
-        linear(g.keys, features, E, input.data + n * g.keys * features, features, w, b,
-               out.data() + n * g.all_keys() * E, E);
+        linear(g.keys, input.data + n * g.keys * features, features, w, b, out.data() + n * g.all_keys() * E, E);
     } else {
-      linear(g.keys * g.batch, features, E, input.data, features, w, b, out.data(), E);
+      linear(g.keys * g.batch, input.data, features, w, b, out.data(), E);
     }
     for (int64_t n = 0; n < g.batch; ++n) {
       int64_t row = g.keys;
@@ -176,15 +185,15 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       if (c.add_zero_attn) std::fill(row_of(row), row_of(row) + E, 0.0f);
     }
   };
-  project_keys(key, c.kdim, weight(k_proj_weight_, 1), bias(1), bias_k_, k);
-  project_keys(value, c.vdim, weight(v_proj_weight_, 2), bias(2), bias_v_, v);
+  project_keys(key, c.kdim, k_weight_, bias(1), bias_k_, k);
+  project_keys(value, c.vdim, v_weight_, bias(2), bias_v_, v);
 
   // Masks, viewed against the scores [N, H, n, m] of the m given keys.
   ScoreMask mask;
   MaskView attn_mask = options.attn_mask, padding = options.key_padding_mask;
   const Shape scores{g.batch, H, g.queries, g.keys};
   if (attn_mask.present()) {
-    if (attn_mask.shape.rank == 3) attn_mask.shape = scores;
+    if (attn_mask.shape.rank == 3) attn_mask.shape = {g.batch, H, attn_mask.shape[1], g.keys};
     mask.add(BroadcastMask(attn_mask, scores));
   }
   if (padding.present()) {
@@ -231,8 +240,8 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       for (int64_t i = 0; i < plane; ++i) out[i] /= static_cast<float>(H);
     }
   }
-  linear(g.queries * g.batch, E, E, attended.data(), E, parameters_.get(out_proj_weight_),
-         out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr, output, E);
+  linear(g.queries * g.batch, attended.data(), E, out_weight_, out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr,
+         output, E);
   return Status::success();
 }
 

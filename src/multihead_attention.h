@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "linear.h"
 #include "module.h"
 #include "status.h"
 #include "tensor.h"
@@ -49,11 +50,13 @@ class MultiheadAttention : public Module {
 
  private:
   explicit MultiheadAttention(const MultiheadAttentionConfig& config);
+  Status prepare() override;
 
   MultiheadAttentionConfig config_;
   // Parameter indices; -1 where the configuration has no such entry.
   int in_proj_weight_ = -1, q_proj_weight_ = -1, k_proj_weight_ = -1, v_proj_weight_ = -1;
   int in_proj_bias_ = -1, bias_k_ = -1, bias_v_ = -1, out_proj_weight_ = -1, out_proj_bias_ = -1;
+  PackedWeight q_weight_, k_weight_, v_weight_, out_weight_;
 };
 
 }  // namespace attn

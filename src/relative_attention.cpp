@@ -36,6 +36,14 @@ Status RelativeMultiHeadAttention::create(const RelativeAttentionConfig& config,
   return Status::success();
 }
 
+Status RelativeMultiHeadAttention::prepare() {
+  const int64_t width = config_.heads * d_k_, D = config_.d_model;
+  return first_failure({query_packed_.pack(parameters_.get(query_weight_), width, D),
+                        key_packed_.pack(parameters_.get(key_weight_), width, D),
+                        value_packed_.pack(parameters_.get(value_weight_), width, D),
+                        output_packed_.pack(parameters_.get(output_weight_), D, width)});
+}
+
 Status RelativeMultiHeadAttention::check_forward(const Shape& query, const Shape& key, const Shape& value,
                                                  const MaskView& mask, Shape* output_shape,
                                                  Shape* weights_shape) const {
@@ -54,10 +62,9 @@ Status RelativeMultiHeadAttention::check_forward(const Shape& query, const Shape
   if (mask.present()) {
     const Shape& s = mask.shape;
     const bool fits = s.rank == 3 && (s[0] == n || s[0] == 1) && s[1] == m && (s[2] == B || s[2] == 1);
+    const auto dim_or_one = [](int64_t dim) { return dim == 1 ? std::string("1") : std::to_string(dim) + " or 1"; };
     if (!fits)
-      return Status::invalid("mask", "[" + std::to_string(n) + " or 1, " + std::to_string(m) + ", " +
-                                         std::to_string(B) + " or 1]",
-                             s.str());
+      return Status::invalid("mask", "[" + dim_or_one(n) + ", " + std::to_string(m) + ", " + dim_or_one(B) + "]", s.str());
     if (mask.type != MaskType::boolean) return Status::invalid("mask", "a boolean mask (0 = masked out)", "an additive one");
   }
   *output_shape = query;
@@ -82,9 +89,9 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
     s = buffer->allocate(count, "RelativeMultiHeadAttention activations");
     if (!s.ok()) return s;
   }
-  linear(n * B, D, width, query.data, D, parameters_.get(query_weight_), nullptr, q.data(), width);
-  linear(m * B, D, width, key.data, D, parameters_.get(key_weight_), nullptr, k.data(), width);
-  linear(m * B, D, width, value.data, D, parameters_.get(value_weight_), parameters_.get(value_bias_), v.data(), width);
+  linear(n * B, query.data, D, query_packed_, nullptr, q.data(), width);
+  linear(m * B, key.data, D, key_packed_, nullptr, k.data(), width);
+  linear(m * B, value.data, D, value_packed_, parameters_.get(value_bias_), v.data(), width);
   const float* u = parameters_.get(query_pos_bias_);  // [H, d_k]
   for (int64_t token = 0; token < n * B; ++token)
     for (int64_t c = 0; c < width; ++c) q_biased.data()[token * width + c] = q.data()[token * width + c] + u[c];
@@ -142,8 +149,7 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < m; ++j)
           weights[((i * m + j) * B + b) * H + h] = head_weights.data()[((b * H + h) * n + i) * m + j];
-  linear(n * B, width, D, attended.data(), width, parameters_.get(output_weight_), parameters_.get(output_bias_),
-         output, D);
+  linear(n * B, attended.data(), width, output_packed_, parameters_.get(output_bias_), output, D);
   return Status::success();
 }
 

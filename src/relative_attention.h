@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "linear.h"
 #include "module.h"
 #include "tensor.h"
 
@@ -32,10 +33,12 @@ class RelativeMultiHeadAttention : public Module {
 
  private:
   explicit RelativeMultiHeadAttention(const RelativeAttentionConfig& config);
+  Status prepare() override;
   RelativeAttentionConfig config_;
   int64_t d_k_;
   int query_weight_, key_weight_, value_weight_, value_bias_, output_weight_, output_bias_;
   int key_pos_embeddings_, key_pos_bias_, query_pos_bias_;
+  PackedWeight query_packed_, key_packed_, value_packed_, output_packed_;
 };
 
 }  // namespace attn

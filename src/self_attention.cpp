@@ -21,6 +21,13 @@ Status SelfAttention::create(const SelfAttentionConfig& config, std::unique_ptr<
   return s;
 }
 
+Status SelfAttention::prepare() {
+  const SelfAttentionConfig& c = config_;
+  return first_failure({q_weight_.pack(parameters_.get(w_q_), c.key_size, c.embed_dim),
+                        k_weight_.pack(parameters_.get(w_k_), c.key_size, c.embed_dim),
+                        v_weight_.pack(parameters_.get(w_v_), c.value_size, c.embed_dim)});
+}
+
 Status SelfAttention::check_forward(const Shape& x, const MaskView& mask, Shape* output_shape,
                                     Shape* weights_shape) const {
   if (x.rank != 3 || x[2] != config_.embed_dim || !x.non_negative())
@@ -48,9 +55,9 @@ Status SelfAttention::forward(const TensorView& x, const MaskView& mask, uint64_
     s = buffer->allocate(N * L * width, "SelfAttention activations");
     if (!s.ok()) return s;
   }
-  linear(N * L, E, ks, x.data, E, parameters_.get(w_q_), nullptr, q.data(), ks);
-  linear(N * L, E, ks, x.data, E, parameters_.get(w_k_), nullptr, k.data(), ks);
-  linear(N * L, E, vs, x.data, E, parameters_.get(w_v_), nullptr, v.data(), vs);
+  linear(N * L, x.data, E, q_weight_, nullptr, q.data(), ks);
+  linear(N * L, x.data, E, k_weight_, nullptr, k.data(), ks);
+  linear(N * L, x.data, E, v_weight_, nullptr, v.data(), vs);
 
   ScoreMask score_mask;
   if (mask.present()) score_mask.add(BroadcastMask(mask, weights_shape));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "linear.h"
 #include "module.h"
 #include "tensor.h"
 
@@ -29,8 +30,10 @@ class SelfAttention : public Module {
 
  private:
   explicit SelfAttention(const SelfAttentionConfig& config);
+  Status prepare() override;
   SelfAttentionConfig config_;
   int w_q_, w_k_, w_v_;
+  PackedWeight q_weight_, k_weight_, v_weight_;
 };
 
 }  // namespace attn

@@ -29,6 +29,11 @@ struct KernelSet {
   // x[j] *= alpha: normalisation and the online-softmax rescale.
   void (*scale)(float* x, size_t n, float alpha);
 
+  // C[M, N] = A[M, K] · B + bias, B packed by pack_transposed (packing.h); bias [N] or null.
+  // The GEMM of projections (weights packed once) and of scores (each key tile packed once).
+  void (*gemm_packed)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
+                      const float* bias, float* C, size_t ldc);
+
   // C[i, j] = Σ_k w[k] · tanh(A[i, k] + B[j, k]): additive (Bahdanau) scores from projected
   // queries A [M, K] and keys B [N, K].
   void (*tanh_scores)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,

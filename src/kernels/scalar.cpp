@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels.h"
+#include "packing.h"
 
 namespace attn::kernels {
 namespace {
@@ -57,6 +58,17 @@ void scale_scalar(float* x, size_t n, float alpha) {
   for (size_t j = 0; j < n; ++j) x[j] *= alpha;
 }
 
+void gemm_packed_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
+                        const float* bias, float* C, size_t ldc) {
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      const float* panel = packed_b + (j / kPanel) * kPanel * K;
+      float sum = bias ? bias[j] : 0.0f;
+      for (size_t k = 0; k < K; ++k) sum += A[i * lda + k] * panel[k * kPanel + j % kPanel];
+      C[i * ldc + j] = sum;
+    }
+}
+
 void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
                         const float* w, float* C, size_t ldc) {
   for (size_t i = 0; i < M; ++i)
@@ -70,7 +82,8 @@ void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
 }  // namespace
 
 const KernelSet kScalarKernels = {
-    "scalar", gemm_nt_scalar, gemm_nn_scalar, scale_bias_max_scalar, exp_sum_scalar, scale_scalar, tanh_scores_scalar,
+    "scalar",          gemm_nt_scalar, gemm_nn_scalar,     scale_bias_max_scalar, exp_sum_scalar, scale_scalar,
+    gemm_packed_scalar, tanh_scores_scalar,
 };
 
 }  // namespace attn::kernels

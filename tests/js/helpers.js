@@ -1,5 +1,6 @@
 // Shared helpers for the node:test suites: the PyTorch-generated fixtures, tensor builders and
 // the contract's error measure.
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -138,4 +139,131 @@ export function referenceRow(query, key, value, i, scale = 1 / Math.sqrt(query.s
     for (let c = 0; c < dv; c++) output[c] += scores[j] * value.data[j * dv + c];
   }
   return { weights: scores, output };
+}
+
+// ---- shared by the module, mask and lifecycle suites -------------------------------------------
+
+/** The three builds every numeric suite runs on: `init(build.opts)`. */
+export const BUILDS = [
+  { name: 'SIMD', opts: undefined, simd: true, threads: 1 },
+  { name: 'scalar', opts: { simd: false }, simd: false, threads: 1 },
+  { name: 'threaded', opts: { threads: 2 }, simd: true, threads: 2 },
+];
+
+// A fixture value: masks carry a dtype, tensors only { shape, data }; anything else is kept as is.
+function decodeValue(value) {
+  if (value === null || typeof value !== 'object' || !('shape' in value) || !('data' in value)) return value;
+  return 'dtype' in value ? toMask(value) : toTensor(value);
+}
+
+const moduleFixtures = new Map();
+/**
+ * Every case of tests/fixtures/<file>.json (mha, self_attention, additive_attention,
+ * relative_attention), decoded: tensors and masks as API values, `stateDict` as name -> tensor.
+ */
+export function loadModuleFixtures(file) {
+  if (!moduleFixtures.has(file)) {
+    const path = fileURLToPath(new URL(`../fixtures/${file}.json`, import.meta.url));
+    const cases = JSON.parse(readFileSync(path, 'utf8')).cases.map((c) => {
+      const decoded = {};
+      for (const [key, value] of Object.entries(c)) {
+        decoded[key] =
+          key === 'stateDict'
+            ? Object.fromEntries(Object.entries(value).map(([name, tensor]) => [name, toTensor(tensor)]))
+            : decodeValue(value);
+      }
+      return decoded;
+    });
+    moduleFixtures.set(file, cases);
+  }
+  return moduleFixtures.get(file);
+}
+
+export function moduleFixture(file, name) {
+  const found = loadModuleFixtures(file).find((c) => c.name === name);
+  if (!found) throw new Error(`no case named ${name} in ${file}.json`);
+  return found;
+}
+
+/** A tensor of `shape` whose element i is f(i) (default: a smooth deterministic pattern). */
+export function tensorOf(shape, f = (i) => Math.sin(0.7 * i + 0.3)) {
+  return { shape: [...shape], data: Float32Array.from({ length: numel(shape) }, (_, i) => f(i)) };
+}
+
+/** Shapes equal and max relative error within `tolerance` (the contract's by default). */
+export function assertClose(got, want, what, tolerance = TOLERANCE) {
+  assert.ok(got, `${what}: missing`);
+  assert.deepEqual(got.shape, want.shape, `${what}: shape`);
+  const error = maxRelativeError(got.data, want.data);
+  assert.ok(error <= tolerance, `${what}: max relative error ${error} > ${tolerance}`);
+}
+
+/**
+ * Asserts `fn` throws an AttentionError whose `argument` matches `argument` (string: equal,
+ * RegExp: match), whose message names it, and which contains every string / matches every RegExp
+ * in `message`. Returns the error.
+ */
+export function assertAttentionError(fn, AttentionError, argument, message = []) {
+  let error;
+  try {
+    fn();
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error, 'expected a throw');
+  assert.ok(error instanceof AttentionError, `expected an AttentionError, got ${error?.name}: ${error?.message}`);
+  assert.ok(error instanceof Error, 'an Error subclass');
+  if (typeof argument === 'string') assert.equal(error.argument, argument, error.message);
+  else assert.match(error.argument, argument, error.message);
+  assert.ok(error.message.includes(error.argument), `message names ${error.argument}: ${error.message}`);
+  for (const part of message) {
+    if (typeof part === 'string') assert.ok(error.message.includes(part), `message contains ${part}: ${error.message}`);
+    else assert.match(error.message, part);
+  }
+  return error;
+}
+
+/**
+ * The four module fixtures: how to construct a case's module (extra constructor options merged
+ * in) and run its forward (extra forward options merged in). `load` builds and loads weights.
+ */
+export const MODULE_KINDS = {
+  MultiheadAttention: {
+    file: 'mha',
+    create: (attn, c, opts = {}) => {
+      const { embedDim, numHeads, ...rest } = c.config;
+      return new attn.MultiheadAttention(embedDim, numHeads, { ...rest, ...opts });
+    },
+    forward: (module, c, opts = {}) =>
+      module.forward(c.query, c.key, c.value, {
+        attnMask: c.attnMask,
+        keyPaddingMask: c.keyPaddingMask,
+        isCausal: c.isCausal,
+        needWeights: c.needWeights,
+        averageAttnWeights: c.averageAttnWeights,
+        ...opts,
+      }),
+  },
+  SelfAttention: {
+    file: 'self_attention',
+    create: (attn, c, opts) => new attn.SelfAttention(c.config.embedDim, c.config.keySize, c.config.valueSize, opts),
+    forward: (module, c, opts = {}) => module.forward(c.x, { attnMask: c.attnMask, ...opts }),
+  },
+  AdditiveAttention: {
+    file: 'additive_attention',
+    create: (attn, c, opts) => new attn.AdditiveAttention(c.config.querySize, c.config.keySize, c.config.hiddenSize, opts),
+    forward: (module, c, opts = {}) => module.forward(c.query, c.key, c.value, { attnMask: c.attnMask, ...opts }),
+  },
+  RelativeMultiHeadAttention: {
+    file: 'relative_attention',
+    create: (attn, c, opts = {}) => new attn.RelativeMultiHeadAttention(c.config.heads, c.config.dModel, { P: c.config.P, ...opts }),
+    forward: (module, c, opts = {}) => module.forward(c.query, c.key, c.value, { mask: c.mask, ...opts }),
+  },
+};
+
+/** A module for fixture case `c` of `kind`, constructed and loaded. */
+export function loadedModule(attn, kind, c, opts) {
+  const module = MODULE_KINDS[kind].create(attn, c, opts);
+  module.loadStateDict(c.stateDict);
+  return module;
 }
