@@ -1,5 +1,6 @@
 // Scalar twins: the reference every other kernel set is tested against, and the kernels of the
 // no-SIMD wasm build and of the native build.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -58,15 +59,23 @@ void scale_scalar(float* x, size_t n, float alpha) {
   for (size_t j = 0; j < n; ++j) x[j] *= alpha;
 }
 
+// Each row accumulates a whole panel row at a time: the same order of additions per output as a
+// dot product, laid out so that compilers vectorise the 8-wide inner loop.
 void gemm_packed_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
                         const float* bias, float* C, size_t ldc) {
-  for (size_t i = 0; i < M; ++i)
-    for (size_t j = 0; j < N; ++j) {
-      const float* panel = packed_b + (j / kPanel) * kPanel * K;
-      float sum = bias ? bias[j] : 0.0f;
-      for (size_t k = 0; k < K; ++k) sum += A[i * lda + k] * panel[k * kPanel + j % kPanel];
-      C[i * ldc + j] = sum;
+  for (size_t j0 = 0; j0 < N; j0 += kPanel) {
+    const size_t columns = std::min(kPanel, N - j0);
+    const float* panel = packed_b + j0 * K;
+    for (size_t i = 0; i < M; ++i) {
+      float acc[kPanel];
+      for (size_t c = 0; c < kPanel; ++c) acc[c] = bias && c < columns ? bias[j0 + c] : 0.0f;
+      for (size_t k = 0; k < K; ++k) {
+        const float a = A[i * lda + k];
+        for (size_t c = 0; c < kPanel; ++c) acc[c] += a * panel[k * kPanel + c];
+      }
+      std::copy(acc, acc + columns, C + i * ldc + j0);
     }
+  }
 }
 
 void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
