@@ -79,7 +79,10 @@ Status scaled_dot_product_attention(const TensorView& query, const TensorView& k
   blocks.key_layout = BlockLayout::contiguous(blocks.m, blocks.d);
   blocks.value_layout = BlockLayout::contiguous(blocks.m, blocks.dv);
   blocks.output_layout = BlockLayout::contiguous(blocks.n, blocks.dv);
-  blocks.scale = options.scale ? *options.scale : 1.0f / std::sqrt(static_cast<float>(blocks.d));
+  // With d = 0 every score is 0 and 1/sqrt(0) would turn them into 0 * inf = NaN: any finite scale
+  // gives the uniform softmax, so take 1 (found by the fuzzer).
+  const float default_scale = blocks.d > 0 ? 1.0f / std::sqrt(static_cast<float>(blocks.d)) : 1.0f;
+  blocks.scale = options.scale ? *options.scale : default_scale;
   blocks.mask = &mask;
   blocks.dropout = &dropout;
   return attend(blocks, output, weights);

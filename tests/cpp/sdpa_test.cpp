@@ -156,6 +156,18 @@ TEST_CASE("invalid shapes and options name the argument and both shapes", "[sdpa
         "key");
 }
 
+TEST_CASE("d = 0 gives uniform weights, not 0 * inf = NaN (fuzzer regression)", "[sdpa][regression]") {
+  const std::vector<float> none;
+  attn::SdpaOptions options;
+  std::vector<float> out(2 * 3, -1.0f), weights(2 * 4, -1.0f);
+  REQUIRE(attn::scaled_dot_product_attention({none.data(), {2, 0}}, {none.data(), {4, 0}},
+                                             {std::vector<float>(4 * 3, 1.0f).data(), {4, 3}}, options, out.data(),
+                                             weights.data())
+              .ok());
+  for (float w : weights) CHECK(w == 0.25f);
+  for (float o : out) CHECK(o == 1.0f);
+}
+
 TEST_CASE("NaN in the data propagates as in PyTorch; a hidden query still gets zeros", "[sdpa]") {
   auto q = random_tensor({1, 2, 4}, 11), k = random_tensor({1, 3, 4}, 12), v = random_tensor({1, 3, 4}, 13);
   k.data[0] = std::numeric_limits<float>::quiet_NaN();  // key 0 is NaN: every score with it is NaN
