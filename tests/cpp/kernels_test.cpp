@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/packing.h"
 
 namespace {
 
@@ -96,6 +97,33 @@ TEST_CASE("gemm_nn matches a float64 reference, overwriting and accumulating", "
           }
         require_close(got, want, 1e-6 * (K + 1));
         for (size_t i = 0; i < M; ++i) REQUIRE(C[i * ldc + N] == before[i * ldc + N]);
+      }
+}
+
+TEST_CASE("gemm_packed matches a float64 reference, with and without bias, over ragged panels", "[kernels]") {
+  for (const KernelSet* set : kernel_sets())
+    for (auto [M, N, K] : gemm_shapes())
+      for (bool with_bias : {false, true}) {
+        INFO(set->name << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias);
+        const size_t lda = K + 3, ldbt = K + 1, ldc = N + 2;
+        const std::vector<float> A = random_floats(M * lda, 17), Bt = random_floats(N * ldbt, 18);
+        const std::vector<float> bias = random_floats(N, 19);
+        std::vector<float> packed(attn::kernels::packed_size(K, N), -1.0f);
+        attn::kernels::pack_transposed(K, N, Bt.data(), ldbt, packed.data());
+        std::vector<float> C(M * ldc, 7.0f);
+        set->gemm_packed(M, N, K, A.data(), lda, packed.data(), with_bias ? bias.data() : nullptr, C.data(), ldc);
+        std::vector<float> got;
+        std::vector<double> want;
+        for (size_t i = 0; i < M; ++i)
+          for (size_t j = 0; j < N; ++j) {
+            double sum = with_bias ? bias[j] : 0.0;
+            for (size_t k = 0; k < K; ++k) sum += double(A[i * lda + k]) * Bt[j * ldbt + k];
+            want.push_back(sum);
+            got.push_back(C[i * ldc + j]);
+          }
+        require_close(got, want, 1e-6 * (K + 1));
+        for (size_t i = 0; i < M; ++i)
+          for (size_t j = N; j < ldc; ++j) REQUIRE(C[i * ldc + j] == 7.0f);
       }
 }
 
