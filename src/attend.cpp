@@ -20,7 +20,7 @@ constexpr int64_t kKeyTile = 128;
 // keys the query may see.
 const float* row_bias(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j0, int64_t j1, float* bias,
                       int64_t* visible) {
-  if (!p.mask || p.mask->empty()) {
+  if (!p.mask || p.mask->all_visible(i, j0, j1)) {
     *visible = j1 - j0;
     return nullptr;
   }
@@ -48,21 +48,36 @@ Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
           static_cast<size_t>(p.output_layout.row_stride)};
 }
 
-// Scores of queries [i0, i0 + rows) against keys [j0, j0 + cols): Q·Kᵀ through the packed GEMM,
-// one key tile at a time (packing a tile costs 1/(2·rows) of multiplying it), or the operator's
-// own score function. `packed` holds kernels::packed_size(d, kKeyTile) floats.
-void compute_scores(const AttentionBlocks& p, const Block& block, int64_t b, int64_t i0, int64_t rows, int64_t j0,
-                    int64_t cols, float* scores, size_t ld, float* packed) {
+// Every block's keys packed once for gemm_packed (block b at b * packed_size(d, m)): each query
+// tile then multiplies by them without repacking.
+struct PackedKeys {
+  const float* data;
+  int64_t block_size;
+  const float* panel(int64_t b, int64_t j0, int64_t d) const { return data + b * block_size + j0 * d; }
+};
+
+Status pack_keys(const AttentionBlocks& p, FloatBuffer* storage, PackedKeys* keys) {
+  const int64_t block_size = static_cast<int64_t>(kernels::packed_size(p.d, p.m));
+  Status s = storage->allocate(p.batch * block_size, "packed keys");
+  if (!s.ok()) return s;
+  parallel_for(p.batch, [&](int64_t b, int) {
+    kernels::pack_transposed(p.d, p.m, p.key + p.key_layout.offset(b), p.key_layout.row_stride,
+                             storage->data() + b * block_size);
+  });
+  *keys = {storage->data(), block_size};
+  return Status::success();
+}
+
+// Scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) (j0 a multiple of 8): Q·Kᵀ
+// through the packed GEMM, or the operator's own score function.
+void compute_scores(const AttentionBlocks& p, const Block& block, const PackedKeys& keys, int64_t b, int64_t i0,
+                    int64_t rows, int64_t j0, int64_t cols, float* scores, size_t ld) {
   if (p.score) {
     (*p.score)(b, i0, rows, j0, cols, scores, ld);
     return;
   }
-  const kernels::KernelSet& k = kernels::active_kernels();
-  for (int64_t t0 = 0; t0 < cols; t0 += kKeyTile) {
-    const int64_t tile = std::min(kKeyTile, cols - t0);
-    kernels::pack_transposed(p.d, tile, block.key + (j0 + t0) * block.ldk, block.ldk, packed);
-    k.gemm_packed(rows, tile, p.d, block.query + i0 * block.ldq, block.ldq, packed, nullptr, scores + t0, ld);
-  }
+  kernels::active_kernels().gemm_packed(rows, cols, p.d, block.query + i0 * block.ldq, block.ldq,
+                                        keys.panel(b, j0, p.d), nullptr, scores, ld);
 }
 
 bool dropout_active(const AttentionBlocks& p) { return p.dropout && p.dropout->active(); }
@@ -75,8 +90,8 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
 
 // Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the caller's
 // weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats.
-void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float* bias, float* packed, float* weights,
-                         float* output) {
+void attend_with_weights(const AttentionBlocks& p, const PackedKeys& keys, int64_t b, int64_t i0, float* bias,
+                         float* weights, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   const float* V = block.value;
@@ -85,29 +100,33 @@ void attend_with_weights(const AttentionBlocks& p, int64_t b, int64_t i0, float*
   float* W = weights + b * p.n * p.m;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
-  compute_scores(p, block, b, i0, rows, 0, p.m, W + i0 * p.m, p.m, packed);
+  // Keys the causal rule hides from every query of the tile get weight 0 without being scored.
+  const int64_t first_hidden = std::min(i0 + rows, p.m);
+  const int64_t seen = p.mask && p.mask->hides_keys(i0 + rows - 1, first_hidden, p.m) ? first_hidden : p.m;
+  compute_scores(p, block, keys, b, i0, rows, 0, seen, W + i0 * p.m, p.m);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
+    std::fill(row + seen, row + p.m, 0.0f);
     int64_t visible = 0;
-    const float* row_mask = row_bias(p, b, i0 + r, 0, p.m, bias, &visible);
+    const float* row_mask = row_bias(p, b, i0 + r, 0, seen, bias, &visible);
     hidden[r] = visible == 0;
     if (hidden[r]) {
-      std::fill(row, row + p.m, 0.0f);
+      std::fill(row, row + seen, 0.0f);
       continue;
     }
-    const float max = k.scale_bias_max(row, row_mask, p.m, p.scale);
-    k.scale(row, p.m, 1.0f / k.exp_sum(row, p.m, max));
-    if (dropout_active(p)) p.dropout->apply(row, p.m, (b * p.n + i0 + r) * p.m);
+    const float max = k.scale_bias_max(row, row_mask, seen, p.scale);
+    k.scale(row, seen, 1.0f / k.exp_sum(row, seen, max));
+    if (dropout_active(p)) p.dropout->apply(row, seen, (b * p.n + i0 + r) * p.m);
   }
-  k.gemm_nn(rows, p.dv, p.m, W + i0 * p.m, p.m, V, ldv, O + i0 * ldo, ldo, false);
+  k.gemm_nn(rows, p.dv, seen, W + i0 * p.m, p.m, V, ldv, O + i0 * ldo, ldo, false);
   zero_hidden_rows(p, hidden, rows, O + i0 * ldo, ldo);
 }
 
 // Streaming path (online softmax, as in FlashAttention) for queries [i0, i0 + 32) of block b: key
 // tiles are folded into a running max, a running sum and an unnormalised output, which is rescaled
 // whenever the max grows. Scratch is one score tile and one bias row, whatever n and m are.
-void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* scores, float* bias, float* packed,
-                      float* output) {
+void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t b, int64_t i0, float* scores,
+                      float* bias, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   const float* V = block.value;
@@ -125,7 +144,7 @@ void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* sc
     const int64_t cols = std::min(kKeyTile, p.m - j0);
     // Under the causal rule, key tiles past the tile's last query are skipped: half the work.
     if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
-    compute_scores(p, block, b, i0, rows, j0, cols, scores, kKeyTile, packed);
+    compute_scores(p, block, keys, b, i0, rows, j0, cols, scores, kKeyTile);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
       int64_t visible = 0;
@@ -161,11 +180,16 @@ void attend_streaming(const AttentionBlocks& p, int64_t b, int64_t i0, float* sc
 }  // namespace
 
 Status attend(const AttentionBlocks& p, float* output, float* weights) {
+  FloatBuffer packed_storage;
+  PackedKeys keys{nullptr, 0};
+  if (!p.score) {
+    Status s = pack_keys(p, &packed_storage, &keys);
+    if (!s.ok()) return s;
+  }
   // Work items are (block, query tile) pairs; each thread gets its own scratch.
   const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
-  const int64_t packed = static_cast<int64_t>(kernels::packed_size(p.d, kKeyTile));
   const int64_t bias = weights ? p.m : kKeyTile;
-  const int64_t per_thread = bias + packed + (weights ? 0 : kQueryTile * kKeyTile);
+  const int64_t per_thread = bias + (weights ? 0 : kQueryTile * kKeyTile);
   const int threads = thread_count();
   FloatBuffer scratch;
   Status status = scratch.allocate(per_thread * threads, "attention scratch");
@@ -174,9 +198,9 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
     const int64_t b = item / tiles, i0 = (item % tiles) * kQueryTile;
     float* mine = scratch.data() + worker * per_thread;
     if (weights)
-      attend_with_weights(p, b, i0, mine, mine + bias, weights, output);
+      attend_with_weights(p, keys, b, i0, mine, weights, output);
     else
-      attend_streaming(p, b, i0, mine + bias + packed, mine, mine + bias, output);
+      attend_streaming(p, keys, b, i0, mine + bias, mine, output);
   });
   return Status::success();
 }

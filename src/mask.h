@@ -2,6 +2,8 @@
 // the additive bias the softmax kernel adds to the scores.
 #pragma once
 
+#include <algorithm>
+
 #include "status.h"
 #include "tensor.h"
 
@@ -46,6 +48,11 @@ class ScoreMask {
   void set_width(int64_t width) { width_ = width; }
 
   bool empty() const { return count_ == 0 && !causal_; }
+  // True when nothing can hide keys [j0, j1) from query i, so no bias row is needed. Conservative:
+  // a false answer only costs a fill_bias.
+  bool all_visible(int64_t i, int64_t j0, int64_t j1) const {
+    return count_ == 0 && (!causal_ || std::min(j1, width_) - 1 <= i || j1 <= j0);
+  }
   // True when the causal rule hides keys [j0, j1) from every query up to `last_query`.
   bool hides_keys(int64_t last_query, int64_t j0, int64_t j1) const { return causal_ && j0 > last_query && j1 <= width_; }
   // Writes bias[j - j0] for keys [j0, j1) of query i in leading block `batch`: the sum of the
