@@ -1,20 +1,50 @@
 // Deterministic toy token embeddings for the demo: the same words give the same vectors in every
-// browser and in Node (the browser test recomputes the attention from them). No DOM here.
+// browser, in the worker and in Node (the browser tests recompute attention from them). No DOM here.
 //
 // embedding(token, position) = hashVector(token) + 0.5 * sinusoid(position)
 // where hashVector draws d uniform values in [-1, 1) from a PRNG seeded by a hash of the token
 // (never Math.random), and sinusoid is the positional encoding of "Attention Is All You Need":
 // PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)).
 
-export const EXAMPLE_SENTENCE = 'the cat sat on the mat';
+export const EXAMPLE_TEXT = 'The cat sat on the mat.\nA dog barked!';
 export const EMBED_DIM = 16;
-export const MAX_TOKENS = 32;
+/** Tokens per sentence at most; also the relative module's P (it needs n <= P). */
+export const MAX_TOKENS = 512;
+export const MAX_SENTENCES = 2;
+export const PAD = '<pad>';
 
 const POSITION_WEIGHT = 0.5;
 
-/** Lower-cased words split on whitespace; at most MAX_TOKENS of them. */
+// A word is a run of letters, digits and marks, with inner apostrophes ("don't"); every other
+// visible character is a token of its own (punctuation, symbols).
+const TOKEN = /[\p{L}\p{N}\p{M}]+(?:['’][\p{L}\p{N}\p{M}]+)*|[^\s\p{L}\p{N}\p{M}]/gu;
+
+/** Lower-cased words and punctuation marks; at most MAX_TOKENS of them. */
 export function tokenize(text) {
-  return text.trim().toLowerCase().split(/\s+/u).filter(Boolean).slice(0, MAX_TOKENS);
+  return (text.toLowerCase().match(TOKEN) ?? []).slice(0, MAX_TOKENS);
+}
+
+/** The non-empty lines of `text` (at most MAX_SENTENCES), each tokenized. */
+export function sentencesOf(text) {
+  return text.split(/\r?\n/u).map(tokenize).filter((tokens) => tokens.length > 0).slice(0, MAX_SENTENCES);
+}
+
+/**
+ * Repeats each sentence so that the longest has `count` tokens; the others grow in proportion, so
+ * their padding stays visible. Used to reach long sequences from a short text.
+ */
+export function lengthen(sentences, count) {
+  const longest = Math.max(...sentences.map((s) => s.length));
+  return sentences.map((tokens) => {
+    const target = Math.min(MAX_TOKENS, Math.max(1, Math.round((tokens.length * count) / longest)));
+    return Array.from({ length: target }, (_, i) => tokens[i % tokens.length]);
+  });
+}
+
+/** Pads every sentence with PAD to the longest one's length. */
+export function padBatch(sentences) {
+  const L = Math.max(...sentences.map((s) => s.length));
+  return sentences.map((tokens) => [...tokens, ...Array(L - tokens.length).fill(PAD)]);
 }
 
 /** 32-bit FNV-1a over the UTF-16 code units of `text`. */
@@ -28,7 +58,7 @@ export function hashString(text) {
 }
 
 /** mulberry32: a tiny seeded PRNG with uniform output in [0, 1). */
-function mulberry32(seed) {
+export function mulberry32(seed) {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -40,21 +70,23 @@ function mulberry32(seed) {
 }
 
 /**
- * Embeds `tokens` as a tensor [n, d] (row i is token i at position i).
+ * Embeds `tokens` as a tensor [n, d] (row i is token i at position i), or writes row i at
+ * `out[offset + i * stride ...]` when `out` is given (to fill a batch in its layout directly).
  * @param {string[]} tokens
  * @param {number} [d]
  * @returns {{ data: Float32Array, shape: [number, number] }}
  */
-export function embed(tokens, d = EMBED_DIM) {
+export function embed(tokens, d = EMBED_DIM, out = null, offset = 0, stride = d) {
   const n = tokens.length;
-  const data = new Float32Array(n * d);
+  const data = out ?? new Float32Array(n * d);
+  const frequencies = Float64Array.from({ length: d }, (_, k) => 1 / 10000 ** ((k - (k % 2)) / d));
   tokens.forEach((token, position) => {
     const random = mulberry32(hashString(token));
+    const row = offset + position * stride;
     for (let k = 0; k < d; k++) {
-      const frequency = 1 / 10000 ** ((k - (k % 2)) / d);
-      const angle = position * frequency;
+      const angle = position * frequencies[k];
       const sinusoid = k % 2 === 0 ? Math.sin(angle) : Math.cos(angle);
-      data[position * d + k] = 2 * random() - 1 + POSITION_WEIGHT * sinusoid;
+      data[row + k] = 2 * random() - 1 + POSITION_WEIGHT * sinusoid;
     }
   });
   return { data, shape: [n, d] };

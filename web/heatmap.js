@@ -1,52 +1,120 @@
-// Canvas rendering of attention weights: a labelled [n, m] heatmap and its colour legend.
-// Knows nothing of the attention package; it draws numbers in [0, 1] and a mask.
+// Canvas rendering of attention weights: the large labelled [n, m] heatmap, per-head thumbnails and
+// the colour legend. Knows nothing of the attention package; it draws numbers and a mask.
+//
+// Cost does not grow with DOM nodes: the cells are one ImageData of n x m pixels scaled up without
+// smoothing, and the mask is drawn by scaling a second n x m image (masked = opaque) and filling it
+// with a hatch pattern ('source-in'), so hatching works at any cell size. The finished picture is
+// kept in an offscreen canvas and only the hover highlight is redrawn on pointer moves.
 
 // Viridis (matplotlib), 9 evenly spaced stops: perceptually uniform and readable in greyscale,
-// so a weight near 0 (dark purple) never looks like a masked cell (grey, hatched).
+// so a weight near 0 (dark purple) never looks like a masked cell (light grey, hatched).
 const VIRIDIS = [
   [68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
   [39, 173, 129], [92, 200, 99], [170, 220, 50], [253, 231, 37],
 ];
 
-const MASKED_FILL = '#e2e4e8';
-const MASKED_HATCH = '#9aa0aa';
+/** How masked cells look: by the chosen mask kind, or by the user's own clicks. */
+export const MASK_STYLE = {
+  structural: { fill: [226, 228, 232], hatch: '#7d8592', label: 'masked' },
+  custom: { fill: [253, 226, 208], hatch: '#c2410c', label: 'masked by you' },
+};
+const FULLY_MASKED_COLOUR = '#a4161a';
 
 /** Colour of a weight in [0, 1] as [r, g, b]. */
-export function colourOf(weight) {
-  const t = Math.min(1, Math.max(0, Number.isFinite(weight) ? weight : 0)) * (VIRIDIS.length - 1);
-  const i = Math.min(VIRIDIS.length - 2, Math.floor(t));
-  const f = t - i;
+export function colourOf(t) {
+  const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
+  const i = Math.min(VIRIDIS.length - 2, Math.floor(x));
+  const f = x - i;
   return VIRIDIS[i].map((c, k) => Math.round(c + f * (VIRIDIS[i + 1][k] - c)));
 }
 
 const css = ([r, g, b]) => `rgb(${r}, ${g}, ${b})`;
+const packed = ([r, g, b]) => ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0; // little-endian RGBA
+
+// 256 colours as packed RGBA for ImageData writes; weight w in row i maps to LUT[round(255 * w / top[i])],
+// where top[i] is the top of the colour scale for that row (1, the view's largest weight, or the row's).
+const LUT = Uint32Array.from({ length: 256 }, (_, k) => packed(colourOf(k / 255)));
+const MASKED_PIXEL = packed(MASK_STYLE.structural.fill);
+const CUSTOM_PIXEL = packed(MASK_STYLE.custom.fill);
 
 // Relative luminance decides whether a label on a cell is drawn dark or light.
 const isLight = ([r, g, b]) => 0.2126 * r + 0.7152 * g + 0.0722 * b > 140;
 
-/** Sizes the canvas backing store to its CSS box times devicePixelRatio; returns a context in CSS px. */
+const ratioOf = () => globalThis.devicePixelRatio || 1;
+
+function makeCanvas(width, height) {
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.max(1, Math.round(width));
+  canvas.height = Math.max(1, Math.round(height));
+  return canvas;
+}
+
+/**
+ * Sizes the canvas' backing store to cssWidth x cssHeight times devicePixelRatio. Its CSS height
+ * follows from the width attribute ratio (style.css: height auto), so no style attribute is set.
+ */
 function prepare(canvas, cssWidth, cssHeight) {
-  const ratio = globalThis.devicePixelRatio || 1;
-  canvas.width = Math.round(cssWidth * ratio);
-  canvas.height = Math.round(cssHeight * ratio);
+  const ratio = ratioOf();
+  canvas.width = Math.max(1, Math.round(cssWidth * ratio));
+  canvas.height = Math.max(1, Math.round(cssHeight * ratio));
   const ctx = canvas.getContext('2d');
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.clearRect(0, 0, cssWidth, cssHeight);
   return ctx;
 }
 
-function hatch(ctx, x, y, w, h) {
-  ctx.fillStyle = MASKED_FILL;
-  ctx.fillRect(x, y, w, h);
+function fontOf(canvas, size) {
+  const style = getComputedStyle(canvas);
+  return `${Math.round(size ?? parseFloat(style.fontSize))}px ${style.fontFamily}`;
+}
+
+const patterns = new Map();
+/** A diagonal-line pattern of `colour`, `spacing` device pixels apart, for contexts without a transform. */
+function hatchPattern(ctx, colour, spacing) {
+  const key = `${colour}/${spacing}`;
+  if (!patterns.has(key)) {
+    const tile = makeCanvas(spacing, spacing);
+    const t = tile.getContext('2d');
+    t.strokeStyle = colour;
+    t.lineWidth = Math.max(1, spacing / 6);
+    t.beginPath();
+    // One diagonal and the two corner pieces that make it continuous across tiles.
+    t.moveTo(-1, spacing + 1);
+    t.lineTo(spacing + 1, -1);
+    t.moveTo(-1, 1);
+    t.lineTo(1, -1);
+    t.moveTo(spacing - 1, spacing + 1);
+    t.lineTo(spacing + 1, spacing - 1);
+    t.stroke();
+    patterns.set(key, tile);
+  }
+  return ctx.createPattern(patterns.get(key), 'repeat');
+}
+
+/** Hatches the opaque pixels of `alpha` (an n x m image) scaled onto `dest` at (x, y, w, h) in device px. */
+function hatchInto(dest, alpha, x, y, w, h, colour, spacing) {
+  const layer = makeCanvas(w, h);
+  const ctx = layer.getContext('2d');
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(alpha, 0, 0, layer.width, layer.height);
+  ctx.globalCompositeOperation = 'source-in';
+  ctx.fillStyle = hatchPattern(ctx, colour, spacing);
+  ctx.fillRect(0, 0, layer.width, layer.height);
+  dest.drawImage(layer, x, y);
+}
+
+/** A hatched swatch in CSS px on a context that has the devicePixelRatio transform. */
+function hatchRect(ctx, x, y, w, h, style) {
   ctx.save();
+  ctx.fillStyle = css(style.fill);
+  ctx.fillRect(x, y, w, h);
   ctx.beginPath();
   ctx.rect(x, y, w, h);
   ctx.clip();
-  ctx.strokeStyle = MASKED_HATCH;
+  ctx.strokeStyle = style.hatch;
   ctx.lineWidth = 1;
   ctx.beginPath();
-  const step = 6;
-  for (let o = -h; o < w; o += step) {
+  for (let o = -h; o < w; o += 5) {
     ctx.moveTo(x + o, y + h);
     ctx.lineTo(x + o + h, y);
   }
@@ -54,119 +122,252 @@ function hatch(ctx, x, y, w, h) {
   ctx.restore();
 }
 
-/** The canvas' CSS font, or the same family at `size` px. */
-function fontOf(canvas, size) {
-  const style = getComputedStyle(canvas);
-  return `${Math.round(size ?? parseFloat(style.fontSize))}px ${style.fontFamily}`;
+/** The cells as images: colours, plus one alpha image per mask style (null when none is masked). */
+function cellImages({ weights, masked, custom, top }, n, m) {
+  const colours = makeCanvas(m, n);
+  const image = new ImageData(m, n);
+  const pixels = new Uint32Array(image.data.buffer);
+  const structural = new ImageData(m, n);
+  const mine = new ImageData(m, n);
+  const sAlpha = new Uint32Array(structural.data.buffer);
+  const cAlpha = new Uint32Array(mine.data.buffer);
+  let anyStructural = false;
+  let anyCustom = false;
+  let scale = 0;
+  for (let k = 0; k < n * m; k++) {
+    if (k % m === 0) scale = 255 / top[k / m];
+    if (masked[k]) {
+      if (custom && custom[k]) {
+        pixels[k] = CUSTOM_PIXEL;
+        cAlpha[k] = 0xff000000;
+        anyCustom = true;
+      } else {
+        pixels[k] = MASKED_PIXEL;
+        sAlpha[k] = 0xff000000;
+        anyStructural = true;
+      }
+    } else {
+      const w = weights[k];
+      pixels[k] = LUT[w > 0 ? Math.min(255, Math.round(w * scale)) : 0];
+    }
+  }
+  colours.getContext('2d').putImageData(image, 0, 0);
+  const toCanvas = (data, any) => {
+    if (!any) return null;
+    const canvas = makeCanvas(m, n);
+    canvas.getContext('2d').putImageData(data, 0, 0);
+    return canvas;
+  };
+  return { colours, structural: toCanvas(structural, anyStructural), custom: toCanvas(mine, anyCustom) };
 }
 
+const TICK_STEPS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
 /**
- * Draws weights [n, m] (row-major) with row labels on the left and column labels on top.
- * The canvas takes its CSS width from the page; its height follows from the grid.
- * @param {HTMLCanvasElement} canvas
- * @param {{ rowLabels: string[], colLabels: string[], weights: ArrayLike<number>,
- *           masked: ArrayLike<number>, highlight?: { row: number, col: number } | null }} data
- * @returns {{ cellAt(x: number, y: number): { row: number, col: number } | null }}
- *   hit-testing in CSS pixels relative to the canvas
+ * Lays the grid out in `width` CSS px: token labels when cells are tall enough to read them,
+ * otherwise index ticks every `step` tokens.
  */
-export function drawHeatmap(canvas, { rowLabels, colLabels, weights, masked, highlight = null }) {
+function layOut(canvas, { rowLabels, colLabels }, width) {
+  const ctx = canvas.getContext('2d');
+  const base = parseFloat(getComputedStyle(canvas).fontSize);
   const n = rowLabels.length;
   const m = colLabels.length;
-  const width = canvas.clientWidth || 480;
-  const textColour = getComputedStyle(canvas).color;
-
-  // Lay out the labels first: the grid gets whatever width they leave. When cells end up shorter
-  // than a line of text, the labels shrink to the cell (down to 8 px) and the layout is redone.
-  const measure = canvas.getContext('2d');
   const pad = 8;
-  const layOut = (fontSize) => {
-    measure.font = fontOf(canvas, fontSize);
-    const widest = (labels) => Math.ceil(Math.max(0, ...labels.map((s) => measure.measureText(s).width)));
-    const left = widest(rowLabels) + 2 * pad;
-    const cell = Math.max(4, Math.floor((width - left - pad) / Math.max(1, m)));
-    // Column labels are horizontal when they fit in a cell, vertical otherwise.
-    const colWidth = widest(colLabels);
-    const rotate = colWidth > cell - 4;
+  const gutter = 7; // the fully-masked marker strip between the row labels and the grid
+  const attempt = (fontSize, labels) => {
+    ctx.font = fontOf(canvas, fontSize);
+    const widest = (list) => Math.ceil(Math.max(0, ...list.map((s) => ctx.measureText(s).width)));
+    const rows = labels ? rowLabels : [String(n - 1)];
+    const cols = labels ? colLabels : [String(m - 1)];
+    const left = widest(rows) + pad + gutter;
+    const available = width - left - pad;
+    let cell = available / Math.max(1, m);
+    if (cell >= 1) cell = Math.floor(cell);
+    const colWidth = widest(cols);
+    const rotate = labels && colWidth > cell - 4;
     const top = (rotate ? colWidth : Math.ceil(fontSize * 1.2)) + 2 * pad;
-    return { fontSize, left, cell, rotate, top };
+    return { fontSize, labels, left, top, cell, rotate, pad, gutter, step: labels ? 1 : tickStep(cell) };
   };
-  const baseSize = parseFloat(getComputedStyle(canvas).fontSize);
-  let grid = layOut(baseSize);
-  if (grid.cell < baseSize * 1.2) grid = layOut(Math.max(8, Math.floor(grid.cell / 1.2)));
-  const { fontSize, left, cell, rotate, top } = grid;
-  const height = top + cell * n + pad;
+  function tickStep(cell) {
+    return TICK_STEPS.find((s) => s * cell >= 28) ?? 512;
+  }
+  let grid = attempt(base, true);
+  if (grid.cell < base * 1.2) grid = attempt(Math.max(9, Math.floor(grid.cell / 1.2)), true);
+  if (grid.cell < 9) grid = attempt(11, false);
+  return grid;
+}
 
-  canvas.style.height = `${height}px`;
-  const ctx = prepare(canvas, width, height);
+function drawBase(canvas, view, width) {
+  const { rowLabels, colLabels, weights, masked, fullyMasked } = view;
+  const n = rowLabels.length;
+  const m = colLabels.length;
+  const textColour = getComputedStyle(canvas).color;
+  const grid = layOut(canvas, view, width);
+  const { fontSize, labels, left, top, cell, rotate, pad, gutter, step } = grid;
+  const gridW = cell * m;
+  const gridH = cell * n;
+  const height = Math.ceil(top + gridH + pad);
+  const ratio = ratioOf();
+  const base = makeCanvas(width * ratio, height * ratio);
+  const ctx = base.getContext('2d');
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.font = fontOf(canvas, fontSize);
   ctx.fillStyle = textColour;
 
-  // Row labels (queries), right-aligned against the grid.
+  // Row labels (queries) right-aligned against the gutter; column labels (keys) above the grid.
   ctx.textAlign = 'right';
   ctx.textBaseline = 'middle';
-  rowLabels.forEach((label, i) => ctx.fillText(label, left - pad, top + (i + 0.5) * cell));
-
-  // Column labels (keys).
-  colLabels.forEach((label, j) => {
-    const x = left + (j + 0.5) * cell;
+  for (let i = 0; i < n; i += step) {
+    ctx.fillText(labels ? rowLabels[i] : String(i), left - gutter - 2, top + (i + (labels ? 0.5 : 0)) * cell);
+  }
+  for (let j = 0; j < m; j += step) {
+    const x = left + (j + (labels ? 0.5 : 0)) * cell;
+    const text = labels ? colLabels[j] : String(j);
     if (rotate) {
       ctx.save();
       ctx.translate(x, top - pad);
       ctx.rotate(-Math.PI / 2);
       ctx.textAlign = 'left';
-      ctx.fillText(label, 0, 0);
+      ctx.textBaseline = 'middle';
+      ctx.fillText(text, 0, 0);
       ctx.restore();
     } else {
-      ctx.textAlign = 'center';
+      ctx.textAlign = labels ? 'center' : 'left';
       ctx.textBaseline = 'bottom';
-      ctx.fillText(label, x, top - pad);
+      ctx.fillText(text, x, top - pad);
     }
-  });
+  }
+  if (!labels) {
+    // Tick marks for the index labels.
+    ctx.strokeStyle = textColour;
+    ctx.beginPath();
+    for (let i = 0; i < n; i += step) {
+      ctx.moveTo(left - gutter, top + i * cell + 0.5);
+      ctx.lineTo(left - 1, top + i * cell + 0.5);
+    }
+    for (let j = 0; j < m; j += step) {
+      ctx.moveTo(left + j * cell + 0.5, top - pad + 2);
+      ctx.lineTo(left + j * cell + 0.5, top - 1);
+    }
+    ctx.stroke();
+  }
 
-  // Cells; their values are printed when a cell is wide enough to hold "0.00".
+  // Cells and mask hatching, in device pixels.
+  const images = cellImages(view, n, m);
+  ctx.save();
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  const gx = Math.round(left * ratio);
+  const gy = Math.round(top * ratio);
+  const gw = Math.round(gridW * ratio);
+  const gh = Math.round(gridH * ratio);
+  ctx.drawImage(images.colours, gx, gy, gw, gh);
+  const spacing = Math.round(6 * ratio);
+  if (images.structural) hatchInto(ctx, images.structural, gx, gy, gw, gh, MASK_STYLE.structural.hatch, spacing);
+  if (images.custom) hatchInto(ctx, images.custom, gx, gy, gw, gh, MASK_STYLE.custom.hatch, spacing);
+  ctx.restore();
+
+  // Values, when a cell can hold "0.00".
   ctx.font = fontOf(canvas, Math.min(15, Math.max(11, cell * 0.18)));
   ctx.textAlign = 'center';
   ctx.textBaseline = 'middle';
-  const showValues = ctx.measureText('0.00').width < cell - 6;
-  for (let i = 0; i < n; i++) {
-    for (let j = 0; j < m; j++) {
-      const x = left + j * cell;
-      const y = top + i * cell;
-      if (masked[i * m + j]) {
-        hatch(ctx, x, y, cell, cell);
-        continue;
-      }
-      const colour = colourOf(weights[i * m + j]);
-      ctx.fillStyle = css(colour);
-      ctx.fillRect(x, y, cell, cell);
-      if (showValues) {
-        ctx.fillStyle = isLight(colour) ? '#111' : '#fff';
-        ctx.fillText(weights[i * m + j].toFixed(2), x + cell / 2, y + cell / 2);
+  if (ctx.measureText('0.00').width < cell - 6) {
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < m; j++) {
+        const k = i * m + j;
+        if (masked[k]) continue;
+        ctx.fillStyle = isLight(colourOf(weights[k] / view.top[i])) ? '#111' : '#fff';
+        ctx.fillText(weights[k].toFixed(2), left + (j + 0.5) * cell, top + (i + 0.5) * cell);
       }
     }
   }
 
   // Thin grid lines keep neighbouring cells of similar colour apart.
-  ctx.strokeStyle = 'rgba(255, 255, 255, 0.6)';
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  for (let i = 0; i <= n; i++) {
-    ctx.moveTo(left, top + i * cell + 0.5);
-    ctx.lineTo(left + m * cell, top + i * cell + 0.5);
+  if (cell >= 10) {
+    ctx.strokeStyle = 'rgba(255, 255, 255, 0.6)';
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (let i = 0; i <= n; i++) {
+      ctx.moveTo(left, top + i * cell + 0.5);
+      ctx.lineTo(left + gridW, top + i * cell + 0.5);
+    }
+    for (let j = 0; j <= m; j++) {
+      ctx.moveTo(left + j * cell + 0.5, top);
+      ctx.lineTo(left + j * cell + 0.5, top + gridH);
+    }
+    ctx.stroke();
   }
-  for (let j = 0; j <= m; j++) {
-    ctx.moveTo(left + j * cell + 0.5, top);
-    ctx.lineTo(left + j * cell + 0.5, top + n * cell);
-  }
-  ctx.stroke();
 
-  if (highlight) {
-    ctx.strokeStyle = textColour;
-    ctx.lineWidth = 2;
-    ctx.strokeRect(left + highlight.col * cell + 1, top + highlight.row * cell + 1, cell - 2, cell - 2);
+  // Fully masked rows: a red strip in the gutter, and a label on the row when it is tall enough.
+  ctx.font = fontOf(canvas, Math.min(13, Math.max(10, cell * 0.5)));
+  for (const i of fullyMasked) {
+    ctx.fillStyle = FULLY_MASKED_COLOUR;
+    ctx.fillRect(left - gutter + 1, top + i * cell, 4, Math.max(1, cell));
+    if (cell >= 16) {
+      const text = 'fully masked: weights 0, output 0';
+      const textWidth = Math.min(gridW - 8, ctx.measureText(text).width + 12);
+      const x = left + gridW / 2;
+      const y = top + (i + 0.5) * cell;
+      ctx.fillStyle = 'rgba(255, 255, 255, 0.92)';
+      ctx.fillRect(x - textWidth / 2, y - Math.min(cell, 20) / 2 + 1, textWidth, Math.min(cell, 20) - 2);
+      ctx.fillStyle = FULLY_MASKED_COLOUR;
+      ctx.fillText(text, x, y, gridW - 16);
+    }
   }
 
   return {
+    base,
+    layout: { left, top, cell, n, m, width, height },
+  };
+}
+
+const caches = new WeakMap();
+
+/**
+ * Draws the heatmap of one view and returns its layout for hit-testing (CSS px, relative to the
+ * canvas). `view.version` must change whenever the view's data does; hover-only redraws reuse the
+ * picture.
+ * @param {HTMLCanvasElement} canvas
+ * @param {{ version: number, rowLabels: string[], colLabels: string[], weights: ArrayLike<number>,
+ *           masked: ArrayLike<number>, custom: ArrayLike<number> | null, fullyMasked: number[],
+ *           top: Float32Array }} view  top[i]: the top of the colour scale in row i (> 0)
+ * @param {{ cell?: { row: number, col: number } | null, row?: number | null }} [highlight]
+ */
+export function drawHeatmap(canvas, view, highlight = {}) {
+  const width = Math.max(120, canvas.clientWidth || 480);
+  const ratio = ratioOf();
+  let cache = caches.get(canvas);
+  if (!cache || cache.version !== view.version || cache.width !== width || cache.ratio !== ratio) {
+    cache = { version: view.version, width, ratio, ...drawBase(canvas, view, width) };
+    caches.set(canvas, cache);
+  }
+  const { base, layout } = cache;
+  const ctx = prepare(canvas, layout.width, layout.height);
+  ctx.save();
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.drawImage(base, 0, 0);
+  ctx.restore();
+
+  const { left, top, cell, n, m } = layout;
+  const textColour = getComputedStyle(canvas).color;
+  if (highlight.row !== null && highlight.row !== undefined && highlight.row < n) {
+    ctx.strokeStyle = 'rgba(59, 81, 139, 0.9)';
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(left - 0.75, top + highlight.row * cell - 0.75, cell * m + 1.5, Math.max(cell, 1) + 1.5);
+  }
+  const c = highlight.cell;
+  if (c && c.row < n && c.col < m) {
+    const size = Math.max(cell, 6);
+    const x = left + c.col * cell - (size - cell) / 2;
+    const y = top + c.row * cell - (size - cell) / 2;
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = '#fff';
+    ctx.strokeRect(x - 1, y - 1, size + 2, size + 2);
+    ctx.strokeStyle = textColour;
+    ctx.strokeRect(x - 3, y - 3, size + 6, size + 6);
+  }
+  return {
+    ...layout,
     cellAt(x, y) {
       const col = Math.floor((x - left) / cell);
       const row = Math.floor((y - top) / cell);
@@ -176,47 +377,124 @@ export function drawHeatmap(canvas, { rowLabels, colLabels, weights, masked, hig
 }
 
 /**
- * Draws the colour scale from 0 to 1 with ticks, and a swatch for masked cells.
+ * A small picture of one head: every pixel shows the largest unmasked weight of the cells it
+ * covers (so sparse peaks survive at 512 tokens), or the mask colour when all of them are masked.
  * @param {HTMLCanvasElement} canvas
+ * @param {{ weights: ArrayLike<number>, masked: ArrayLike<number>, n: number, m: number, top: Float32Array }} view
  */
-export function drawLegend(canvas) {
-  const width = canvas.clientWidth || 320;
+export function drawThumbnail(canvas, { weights, masked, n, m, top }) {
+  const size = Math.max(16, canvas.clientWidth || 72);
+  const ratio = ratioOf();
+  const px = Math.round(size * ratio);
+  const tw = Math.min(m, px);
+  const th = Math.min(n, px);
+  const image = new ImageData(tw, th);
+  const pixels = new Uint32Array(image.data.buffer);
+  for (let v = 0; v < th; v++) {
+    const i0 = Math.floor((v * n) / th);
+    const i1 = Math.max(i0 + 1, Math.floor(((v + 1) * n) / th));
+    for (let u = 0; u < tw; u++) {
+      const j0 = Math.floor((u * m) / tw);
+      const j1 = Math.max(j0 + 1, Math.floor(((u + 1) * m) / tw));
+      let best = -1; // the largest weight / top[i] in the block
+      for (let i = i0; i < i1; i++) {
+        const row = i * m;
+        const scale = 1 / top[i];
+        for (let j = j0; j < j1; j++) {
+          if (!masked[row + j] && weights[row + j] * scale > best) best = weights[row + j] * scale;
+        }
+      }
+      pixels[v * tw + u] = best < 0 ? MASKED_PIXEL : LUT[best > 0 ? Math.min(255, Math.round(best * 255)) : 0];
+    }
+  }
+  const small = makeCanvas(tw, th);
+  small.getContext('2d').putImageData(image, 0, 0);
+  canvas.width = px;
+  canvas.height = px;
+  const ctx = canvas.getContext('2d');
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(small, 0, 0, px, px);
+}
+
+/** Tick labels for a scale from 0 to vmax, or in percent of each row's largest weight. */
+function tickText(value, vmax, perRow) {
+  if (perRow) return `${value * 100}%`;
+  if (vmax === 1) return String(value);
+  if (value === 0) return '0';
+  return value >= 0.01 ? value.toFixed(Math.max(2, 2 - Math.floor(Math.log10(vmax)))) : value.toExponential(1);
+}
+
+/**
+ * The colour scale from 0 to vmax with ticks, then the mask swatches that apply, wrapped to the
+ * canvas width.
+ * @param {HTMLCanvasElement} canvas
+ * @param {{ vmax: number, perRow: boolean, custom: boolean, fullyMasked: boolean }} what
+ *   perRow: each row is scaled to its own largest weight (vmax is then ignored)
+ */
+export function drawLegend(canvas, { vmax = 1, perRow = false, custom = false, fullyMasked = false } = {}) {
+  const width = Math.max(160, canvas.clientWidth || 320);
   const fontSize = parseFloat(getComputedStyle(canvas).fontSize);
+  const textColour = getComputedStyle(canvas).color;
+  const measure = canvas.getContext('2d');
+  measure.font = fontOf(canvas);
   const barHeight = 14;
-  const height = barHeight + fontSize * 1.6 + 6;
-  canvas.style.height = `${height}px`;
+  const line = Math.ceil(fontSize * 1.5);
+  const swatch = 26;
+  const items = [];
+  if (perRow) items.push({ label: "colour: percent of the row's largest weight", draw: () => {}, plain: true });
+  items.push({ label: MASK_STYLE.structural.label, draw: (ctx, x, y) => hatchRect(ctx, x, y, swatch, barHeight, MASK_STYLE.structural) });
+  if (custom) items.push({ label: MASK_STYLE.custom.label, draw: (ctx, x, y) => hatchRect(ctx, x, y, swatch, barHeight, MASK_STYLE.custom) });
+  if (fullyMasked) {
+    items.push({
+      label: 'fully masked row (weights 0, output 0)',
+      draw: (ctx, x, y) => {
+        ctx.fillStyle = FULLY_MASKED_COLOUR;
+        ctx.fillRect(x + swatch / 2 - 2, y, 4, barHeight);
+      },
+    });
+  }
+  // Flow the swatches into lines.
+  const placed = [];
+  let x = 8;
+  let row = 0;
+  for (const item of items) {
+    const w = (item.plain ? 0 : swatch + 6) + Math.ceil(measure.measureText(item.label).width) + 18;
+    if (x + w > width && x > 8) {
+      x = 8;
+      row++;
+    }
+    placed.push({ ...item, x, row });
+    x += w;
+  }
+  const swatchTop = barHeight + line + 8;
+  const height = swatchTop + (row + 1) * (barHeight + 8);
   const ctx = prepare(canvas, width, height);
   ctx.font = fontOf(canvas);
-  const textColour = getComputedStyle(canvas).color;
 
-  const masked = 'masked';
-  const swatch = barHeight * 1.6;
-  const maskedWidth = swatch + 6 + ctx.measureText(masked).width;
   const barLeft = 8;
-  const barWidth = Math.max(60, width - maskedWidth - 40);
-
+  const barWidth = width - 24;
   const gradient = ctx.createLinearGradient(barLeft, 0, barLeft + barWidth, 0);
   VIRIDIS.forEach((colour, k) => gradient.addColorStop(k / (VIRIDIS.length - 1), css(colour)));
   ctx.fillStyle = gradient;
   ctx.fillRect(barLeft, 0, barWidth, barHeight);
-
   ctx.fillStyle = textColour;
   ctx.strokeStyle = textColour;
   ctx.textBaseline = 'top';
   for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
-    const x = barLeft + tick * barWidth;
+    const tx = barLeft + tick * barWidth;
     ctx.beginPath();
-    ctx.moveTo(x + 0.5, barHeight);
-    ctx.lineTo(x + 0.5, barHeight + 4);
+    ctx.moveTo(tx + 0.5, barHeight);
+    ctx.lineTo(tx + 0.5, barHeight + 4);
     ctx.stroke();
     ctx.textAlign = tick === 0 ? 'left' : tick === 1 ? 'right' : 'center';
-    ctx.fillText(String(tick), x, barHeight + 6);
+    ctx.fillText(tickText(perRow ? tick : tick * vmax, vmax, perRow), tx, barHeight + 6);
   }
-
-  const swatchLeft = barLeft + barWidth + 24;
-  hatch(ctx, swatchLeft, 0, swatch, barHeight);
-  ctx.fillStyle = textColour;
   ctx.textAlign = 'left';
   ctx.textBaseline = 'middle';
-  ctx.fillText(masked, swatchLeft + swatch + 6, barHeight / 2);
+  for (const item of placed) {
+    const y = swatchTop + item.row * (barHeight + 8);
+    item.draw(ctx, item.x, y);
+    ctx.fillStyle = textColour;
+    ctx.fillText(item.label, item.x + (item.plain ? 0 : swatch + 6), y + barHeight / 2);
+  }
 }

@@ -1,0 +1,305 @@
+// AttentionRunner: the demo's computation, apart from the worker's messaging so that Node can run
+// it too. Embeds a batch, builds each function's masks in its own polarity, runs attention through
+// the public API and puts the result in one layout whatever the function returned: weights
+// [N, H, n, m] (H = 1 for the single-head functions), the page's mask [N, n, m] (1 = masked), and
+// checks computed over all of it (masked weights, row sums, fully masked rows and their outputs).
+// No DOM here.
+import { MAX_TOKENS, embed, padBatch } from './embeddings.js';
+import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
+import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
+
+/** RelativeMultiHeadAttention's P: relative positions each side; n and m may not exceed it. */
+const RELATIVE_P = MAX_TOKENS;
+
+/** A Float32Array / Uint8Array that owns its whole ArrayBuffer, so it can be transferred. */
+function own(array) {
+  const whole = array.buffer instanceof ArrayBuffer && array.byteOffset === 0 && array.byteLength === array.buffer.byteLength;
+  return whole ? array : array.slice();
+}
+
+/** Embeds a padded batch into one tensor laid out [N, L, d] (`batchFirst`) or [L, N, d]. */
+function embedBatch(tokens, d, batchFirst) {
+  const N = tokens.length;
+  const L = tokens[0].length;
+  const data = new Float32Array(N * L * d);
+  tokens.forEach((sentence, b) => {
+    if (batchFirst) embed(sentence, d, data, b * L * d, d);
+    else embed(sentence, d, data, b * d, N * d);
+  });
+  return { data, shape: batchFirst ? [N, L, d] : [L, N, d] };
+}
+
+const shapeOf = (tensor) => `[${tensor.shape.join(', ')}]`;
+
+/**
+ * Runs requests on one package instance, keeping the seeded module last used (rebuilt only when
+ * its kind, sizes or seed change) and the module last loaded from a file.
+ */
+export class AttentionRunner {
+  /** @param {import('../dist/index.mjs').Attention} attn  what init() returned */
+  constructor(attn) {
+    this.attn = attn;
+    this.cached = null; // { key, module }
+    this.fileModule = null; // { id, module }
+  }
+
+  /** Loads a MultiheadAttention from a file's { id, config, stateDict }; throws the API's error. */
+  loadFile({ id, config, stateDict }) {
+    const { embedDim, numHeads, ...opts } = config;
+    const module = new this.attn.MultiheadAttention(embedDim, numHeads, opts);
+    try {
+      module.loadStateDict(stateDict);
+    } catch (error) {
+      module.dispose();
+      throw error;
+    }
+    this.fileModule?.module.dispose();
+    this.fileModule = { id, module };
+  }
+
+  seededModule(kind, config, seed) {
+    const { attn } = this;
+    const key = JSON.stringify([kind, config, seed]);
+    if (this.cached?.key === key) return this.cached.module;
+    this.cached?.module.dispose();
+    this.cached = null;
+    let module;
+    if (kind === 'mha') {
+      module = new attn.MultiheadAttention(config.embedDim, config.numHeads);
+      module.loadStateDict(multiheadParameters(config, seed));
+    } else if (kind === 'additive') {
+      module = new attn.AdditiveAttention(config.d, config.d, config.hiddenSize);
+      module.loadStateDict(additiveParameters(config, seed));
+    } else {
+      module = new attn.RelativeMultiHeadAttention(config.heads, config.dModel, { P: RELATIVE_P });
+      module.loadStateDict(relativeParameters({ ...config, P: RELATIVE_P }, seed));
+    }
+    this.cached = { key, module };
+    return module;
+  }
+
+  /** See compute(). */
+  run(request) {
+    return compute(this, request);
+  }
+}
+
+/** Describes a boolean mask for the page: "[2, 7, 7] (1 = may attend)". */
+function maskNote(mask, meaning) {
+  return mask ? `${shapeOf(mask)} (1 = ${meaning})` : null;
+}
+
+function callNote(name, args, options) {
+  const opts = Object.entries(options).filter(([, v]) => v !== null && v !== false).map(([k, v]) => `${k}: ${v}`);
+  return `${name}(${args.join(', ')}${opts.length ? `, { ${opts.join(', ')} }` : ''})`;
+}
+
+/**
+ * request: { kind: 'sdpa' | 'mha' | 'additive' | 'relative', sentences: string[][] (unpadded),
+ *            config, seed, fileId (mha from a file, or null), causal, padding,
+ *            custom: Uint8Array [L * L] or null }
+ */
+function compute(runner, request) {
+  const { attn } = runner;
+  const started = performance.now();
+  const { kind, sentences, config, seed } = request;
+  const tokens = padBatch(sentences);
+  const N = tokens.length;
+  const L = tokens[0].length;
+  const lengths = sentences.map((s) => s.length);
+  const spec = { N, n: L, m: L, causal: request.causal, lengths: request.padding ? lengths : null, custom: request.custom };
+
+  let raw; // what the API returned
+  let forwardMs;
+  let H = 1;
+  let extraKeys = [];
+  let weightsLayout; // how raw.weights is laid out
+  let outputLayout;
+  let call;
+  let E;
+  let forwardStarted;
+  const time = (run) => {
+    forwardStarted = performance.now();
+    raw = run();
+    forwardMs = performance.now() - forwardStarted;
+  };
+
+  if (kind === 'sdpa') {
+    E = config.d;
+    const x = embedBatch(tokens, E, true);
+    const { isCausal, attnMask } = sdpaMasks(spec);
+    time(() => attn.scaledDotProductAttention(x, x, x, { isCausal, attnMask, needWeights: true }));
+    weightsLayout = 'NHnm';
+    outputLayout = 'Nn';
+    call = callNote('attn.scaledDotProductAttention', [`x ${shapeOf(x)}`, 'x', 'x'],
+      { isCausal, attnMask: maskNote(attnMask, 'may attend'), needWeights: true });
+  } else if (kind === 'mha') {
+    const { fileModule } = runner;
+    const module = request.fileId === null
+      ? runner.seededModule(kind, config, seed)
+      : fileModule?.id === request.fileId ? fileModule.module : null;
+    if (!module) throw new Error('The loaded file is no longer available; load it again.');
+    H = module.numHeads;
+    E = module.embedDim;
+    const q = embedBatch(tokens, module.embedDim, module.batchFirst);
+    const k = module.kdim === module.embedDim ? q : embedBatch(tokens, module.kdim, module.batchFirst);
+    const v = module.vdim === module.kdim ? k : embedBatch(tokens, module.vdim, module.batchFirst);
+    const { isCausal, attnMask } = mhaMasks(spec);
+    // The package's own helper gives MultiheadAttention's polarity (1 = padding).
+    const keyPaddingMask = request.padding ? attn.masks.keyPadding(lengths, L) : null;
+    time(() => module.forward(q, k, v, { isCausal, attnMask, keyPaddingMask, averageAttnWeights: false }));
+    if (module.addBiasKV) extraKeys.push('bias_k');
+    if (module.addZeroAttn) extraKeys.push('zero');
+    weightsLayout = 'NHnm';
+    outputLayout = module.batchFirst ? 'Nn' : 'nN';
+    const args = [`query ${shapeOf(q)}`, k === q ? 'query' : `key ${shapeOf(k)}`, v === q ? 'query' : v === k ? 'key' : `value ${shapeOf(v)}`];
+    call = callNote(`new MultiheadAttention(${E}, ${H}).forward`, args, {
+      isCausal,
+      keyPaddingMask: maskNote(keyPaddingMask, 'padding'),
+      attnMask: maskNote(attnMask, 'not allowed'),
+      averageAttnWeights: 'false',
+    });
+  } else if (kind === 'additive') {
+    const module = runner.seededModule(kind, config, seed);
+    E = config.d;
+    const x = embedBatch(tokens, E, true);
+    const attnMask = additiveMask(spec);
+    time(() => module.forward(x, x, x, { attnMask }));
+    weightsLayout = 'NHnm';
+    outputLayout = 'Nn';
+    call = callNote(`new AdditiveAttention(${E}, ${E}, ${config.hiddenSize}).forward`, [`x ${shapeOf(x)}`, 'x', 'x'],
+      { attnMask: maskNote(attnMask, 'masked out') });
+  } else if (kind === 'relative') {
+    const module = runner.seededModule(kind, config, seed);
+    H = config.heads;
+    E = config.dModel;
+    const x = embedBatch(tokens, E, false);
+    const mask = relativeMask(spec);
+    time(() => module.forward(x, x, x, { mask }));
+    weightsLayout = 'nmNH';
+    outputLayout = 'nN';
+    call = callNote(`new RelativeMultiHeadAttention(${H}, ${E}, { P: ${RELATIVE_P} }).forward`, [`x ${shapeOf(x)}`, 'x', 'x'],
+      { mask: mask ? `${shapeOf(mask)} (0 = masked out)` : null });
+  } else {
+    throw new Error(`Unknown attention kind ${JSON.stringify(kind)}.`);
+  }
+
+  const n = L;
+  const m = L + extraKeys.length;
+  const phases = { beforeForward: forwardStarted - started, forward: forwardMs };
+  let mark = performance.now();
+  const phase = (name, value) => {
+    const now = performance.now();
+    phases[name] = now - mark;
+    mark = now;
+    return value;
+  };
+  const weights = phase('layout', weightsLayout === 'NHnm' ? own(raw.weights.data) : nmNHtoNHnm(raw.weights.data, n, m, N, H));
+  const masked = phase('mask', maskedCells(spec, m));
+  const outputMaxAbs = phase('output', rowMaxAbs(raw.output, N, n, outputLayout));
+  const summary = phase('checks', check(weights, masked, outputMaxAbs, N, H, n, m));
+
+  return {
+    kind,
+    tokens,
+    lengths,
+    N,
+    H,
+    n,
+    m,
+    embedDim: E,
+    extraKeys,
+    weights,
+    masked,
+    outputMaxAbs,
+    ...summary,
+    weightsShape: raw.weights.shape,
+    outputShape: raw.output.shape,
+    call,
+    forwardMs,
+    phases,
+    workerMs: performance.now() - started,
+  };
+}
+
+/** Relative attention's [n, m, N, H] as [N, H, n, m]: reads in order, writes N * H sequential streams. */
+function nmNHtoNHnm(src, n, m, N, H) {
+  const dst = new Float32Array(src.length);
+  const streams = N * H; // stream b * H + h starts at (b * H + h) * n * m
+  const plane = n * m;
+  let s = 0;
+  for (let cell = 0; cell < plane; cell++) {
+    for (let bh = 0, d = cell; bh < streams; bh++, d += plane) dst[d] = src[s++];
+  }
+  return dst;
+}
+
+/** max |output| per query row, [N, n], from an output laid out [N, n, E] ('Nn') or [n, N, E] ('nN'). */
+function rowMaxAbs(output, N, n, layout) {
+  const E = output.shape.at(-1);
+  const result = new Float32Array(N * n);
+  for (let b = 0; b < N; b++) {
+    for (let i = 0; i < n; i++) {
+      const start = (layout === 'Nn' ? b * n + i : i * N + b) * E;
+      let max = 0;
+      for (let e = 0; e < E; e++) {
+        const a = Math.abs(output.data[start + e]);
+        if (Number.isNaN(a)) {
+          max = NaN; // never hidden behind a number
+          break;
+        }
+        if (a > max) max = a;
+      }
+      result[b * n + i] = max;
+    }
+  }
+  return result;
+}
+
+/**
+ * What the page promises, checked on every result: masked weights are 0, other rows sum to 1,
+ * fully masked rows have zero weights and a zero output. The head average [N, n, m] (null for one
+ * head) is summed in the same pass: at 512 tokens and 16 heads the weights are 33 MB, and reading
+ * them once instead of twice is what matters.
+ */
+function check(weights, masked, outputMaxAbs, N, H, n, m) {
+  let maxMaskedWeight = 0;
+  let maxRowSumError = 0;
+  let nonFinite = 0; // rows whose sum is NaN or infinite
+  const fullyMasked = [];
+  const average = H > 1 ? new Float32Array(N * n * m) : null;
+  const inverseH = 1 / H;
+  for (let b = 0; b < N; b++) {
+    for (let i = 0; i < n; i++) {
+      const maskRow = (b * n + i) * m; // also the average's row
+      let open = 0;
+      for (let j = 0; j < m; j++) open += 1 - masked[maskRow + j];
+      if (open === 0) fullyMasked.push([b, i]);
+      const want = open === 0 ? 0 : 1;
+      for (let h = 0; h < H; h++) {
+        const row = ((b * H + h) * n + i) * m;
+        let sum = 0;
+        for (let j = 0; j < m; j++) {
+          const w = weights[row + j];
+          sum += w;
+          if (average) average[maskRow + j] += w * inverseH;
+          if (masked[maskRow + j] === 1) {
+            const a = w < 0 ? -w : w;
+            if (a > maxMaskedWeight) maxMaskedWeight = a;
+          }
+        }
+        if (!Number.isFinite(sum)) nonFinite++;
+        const error = sum > want ? sum - want : want - sum;
+        if (error > maxRowSumError) maxRowSumError = error;
+      }
+    }
+  }
+  let maxFullyMaskedOutput = 0;
+  for (const [b, i] of fullyMasked) maxFullyMaskedOutput = Math.max(maxFullyMaskedOutput, outputMaxAbs[b * n + i]);
+  return {
+    average,
+    fullyMasked,
+    checks: { maxMaskedWeight, maxRowSumError, maxFullyMaskedOutput, nonFinite },
+  };
+}
+
