@@ -63,7 +63,7 @@ Status pack_keys(const AttentionBlocks& p, FloatBuffer* storage, PackedKeys* key
   parallel_for(p.batch, [&](int64_t b, int) {
     kernels::pack_transposed(p.d, p.m, p.key + p.key_layout.offset(b), p.key_layout.row_stride,
                              storage->data() + b * block_size);
-  });
+  }, static_cast<double>(p.d) * p.m);
   *keys = {storage->data(), block_size};
   return Status::success();
 }
@@ -201,7 +201,7 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
       attend_with_weights(p, keys, b, i0, mine, weights, output);
     else
       attend_streaming(p, keys, b, i0, mine + bias, mine, output);
-  });
+  }, 2.0 * kQueryTile * p.m * (p.d + p.dv));
   return Status::success();
 }
 

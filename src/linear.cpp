@@ -24,7 +24,7 @@ void linear(int64_t rows, const float* x, int64_t ldx, const PackedWeight& weigh
   parallel_for((rows + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
     const int64_t r0 = item * kRowsPerItem, count = std::min(kRowsPerItem, rows - r0);
     k.gemm_packed(count, weight.out(), weight.in(), x + r0 * ldx, ldx, weight.data(), bias, y + r0 * ldy, ldy);
-  });
+  }, 2.0 * kRowsPerItem * weight.in() * weight.out());
 }
 
 }  // namespace attn

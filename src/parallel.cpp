@@ -94,8 +94,11 @@ int set_thread_count(int threads) {
 
 int thread_count() { return pool ? pool->size() : 1; }
 
-void parallel_for(int64_t count, const std::function<void(int64_t, int)>& work) {
-  if (!pool || count <= 1) {
+// Waking the pool costs tens of microseconds: below ~1 MFLOP of work, one thread is faster.
+constexpr double kMinParallelFlops = 1e6;
+
+void parallel_for(int64_t count, const std::function<void(int64_t, int)>& work, double flops_per_item) {
+  if (!pool || count <= 1 || count * flops_per_item < kMinParallelFlops) {
     for (int64_t item = 0; item < count; ++item) work(item, 0);
     return;
   }
@@ -106,7 +109,7 @@ void parallel_for(int64_t count, const std::function<void(int64_t, int)>& work) 
 
 int set_thread_count(int) { return 1; }
 int thread_count() { return 1; }
-void parallel_for(int64_t count, const std::function<void(int64_t, int)>& work) {
+void parallel_for(int64_t count, const std::function<void(int64_t, int)>& work, double) {
   for (int64_t item = 0; item < count; ++item) work(item, 0);
 }
 

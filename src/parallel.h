@@ -16,6 +16,8 @@ constexpr int kMaxThreads = 64;
 
 // Calls work(item, worker) once for every item in [0, count). `worker` in [0, thread_count())
 // names the thread, so callers can give each its own scratch. Returns when all items are done.
-void parallel_for(int64_t count, const std::function<void(int64_t item, int worker)>& work);
+// `flops_per_item` estimates the work: jobs too small to pay for waking the pool run inline.
+void parallel_for(int64_t count, const std::function<void(int64_t item, int worker)>& work,
+                  double flops_per_item = 1e9);
 
 }  // namespace attn
