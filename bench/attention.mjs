@@ -1,0 +1,271 @@
+// The benchmark of issue #6: causal self-attention through torch.nn.MultiheadAttention's
+// computation (E = 512, H = 8, head dim 64, N = 1, input and output projections with bias), for
+// L = 128, 512, 2048 (and 4096 with --large), in one process: the package (SIMD, scalar, 1 and 2
+// threads, weights off and on), the same core built natively, onnxruntime-web, tfjs-wasm and plain
+// JS, all on the same weights and input; every output is checked against ours before timing.
+//
+//   node bench/attention.mjs [--large] [--json FILE] [--only impl,...] [--shapes L,...]
+//   (npm run bench -- ... also builds first: scripts/bench.sh)
+import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { E, H, HEAD_DIM, flops, input, maxAbsError } from './problem.mjs';
+import { jsonRows, tableHeader, tableRow } from './report.mjs';
+import { measure, planFor, timeOnce } from './timing.mjs';
+import { loadKernels } from './peers/kernels.mjs';
+import { nativeAvailable, runNative } from './peers/native.mjs';
+import { OrtWorker } from './peers/onnxruntime.mjs';
+import { FORMULATIONS } from './peers/onnxruntime-graphs.mjs';
+import { heapGrowth, loadOurs } from './peers/ours.mjs';
+import { plainJsAttention } from './peers/plain-js.mjs';
+import { loadTfjs } from './peers/tfjs.mjs';
+
+const TOLERANCE = 1e-4;
+const THREADS = [1, 2];
+const GEMM = { M: 1024, N: 1024, K: 1024 };
+const MEMORY_L = 16384;
+const MEMORY_LIMIT = 64 * 2 ** 20;
+const SLOW_L = 2048;  // the scalar build and plain JS start here only with --large (above 512 for plain JS)
+
+const { values: args } = parseArgs({
+  options: {
+    large: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    only: { type: 'string' },
+    shapes: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (args.help) {
+  console.log(`usage: node bench/attention.mjs [--large] [--json FILE] [--only impl,...] [--shapes L,...]
+  --large     adds L = 4096, the scalar build and plain JS at every L, and the L = ${MEMORY_L} memory row
+  --json      writes the measured rows to FILE
+  --only      runs only these impls (ours-simd always runs: it is the reference)
+  --shapes    these L instead of the default ones`);
+  process.exit(0);
+}
+const SHAPES = args.shapes ? args.shapes.split(',').map(Number) : args.large ? [128, 512, 2048, 4096] : [128, 512, 2048];
+const only = args.only ? new Set(args.only.split(',')) : null;
+const selected = (impl) => !only || only.has(impl);
+
+const rows = [];
+let peak = NaN;  // simd128 GFLOP/s, one thread
+let failures = 0;
+const reference = new Map();  // `${L}/${threads}` -> ours-simd weights-off median; `${L}` -> its output
+
+/** Completes a row (GFLOP/s, % of peak, ratio), prints it and keeps it for --json. */
+function report(row) {
+  if (row.median_ms !== undefined && row.L !== undefined) {
+    row.gflops = flops(row.L) / (row.median_ms * 1e6);
+    row.peakPct = (100 * row.gflops) / (peak * row.threads);
+    row.ratio = row.median_ms / reference.get(`${row.L}/${row.threads}`);
+  }
+  if (row.max_abs_err !== undefined && !(row.max_abs_err <= TOLERANCE)) {
+    row.note = `OUTPUT MISMATCH (> ${TOLERANCE})${row.note ? `; ${row.note}` : ''}`;
+    ++failures;
+  }
+  rows.push(row);
+  console.log(tableRow(row));
+}
+
+function reportFailure(row, error) {
+  ++failures;
+  report({ ...row, note: `failed: ${describeError(error)}` });
+}
+
+/** Checks a local implementation's output, then times it; a failure (out of memory, say) is a note. */
+async function checkAndTime(row, run) {
+  try {
+    const [output, firstRunMs] = await timeOnce(run);
+    const max_abs_err = maxAbsError(output, reference.get(`${row.L}`));
+    report({ ...row, max_abs_err, ...(await measure(run, planFor(row.L), { firstRunMs })) });
+  } catch (error) {
+    reportFailure(row, error);
+  }
+}
+
+/** The gist of an error, on one line. ORT's read "... ERROR_MESSAGE: <file>:<line> <function>() <what>". */
+function describeError(error) {
+  let text = String(error?.message ?? error).trim();
+  const ort = text.match(/ERROR_MESSAGE: (.*)/s);
+  if (ort) text = ort[1].replace(/^\S+:\d+ /, '').replace(/^.*\(\)\s+/s, '');
+  return text.split('\n')[0].slice(0, 80);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading, machine, versions.
+
+const started = performance.now();
+const ours = {
+  simd1: await loadOurs({ threads: 1 }),
+  simd2: await loadOurs({ threads: 2 }),
+  scalar: await loadOurs({ threads: 1, simd: false }),
+};
+const tfjs = selected('tfjs-wasm') ? await loadTfjs() : null;
+const kernels = await loadKernels();
+const ortVersions = selected('onnxruntime-web') || selected('onnxruntime-web-gemm') ? await ortCall(1, (w) => w.call('versions')) : null;
+
+const cpus = os.cpus();
+console.log('attention-wasm bench: causal self-attention as torch.nn.MultiheadAttention computes it');
+console.log(`  E = ${E}, H = ${H} (head dim ${HEAD_DIM}), N = 1, in/out projections with bias, is_causal; same weights and input everywhere`);
+console.log(`machine: ${cpus[0].model}, ${cpus.length} cores, ${os.platform()} ${os.arch()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`);
+console.log(`versions: node ${process.version}, v8 ${process.versions.v8}, attention-wasm ${ours.simd1.features.version}` +
+  ` (builds: simd, threads x${ours.simd2.features.threads}, scalar simd=${ours.scalar.features.simd}),` +
+  ` onnxruntime-web ${ortVersions?.ort ?? '-'}, tfjs-core ${tfjs?.version ?? '-'}`);
+
+// ---------------------------------------------------------------------------------------------
+// Kernel figures: the wasm SIMD128 peak of this machine, our GEMM and ORT's on 1024^3.
+
+console.log('\nkernels (1 thread)');
+{
+  const { gflops, iterations } = kernels.simd128PeakGflops();
+  peak = gflops;
+  rows.push({ impl: 'simd128-peak', threads: 1, gflops, note: `${iterations.toExponential(1)} iterations of 7 f32x4 mul + 7 add chains, best of 3` });
+  console.log(`  simd128-peak          ${gflops.toFixed(1).padStart(6)} GFLOP/s  (independent f32x4 multiply and add chains, best of 3)`);
+  const gemm = kernels.gemmGflops(GEMM.M, GEMM.N, GEMM.K, 5);
+  rows.push({ impl: 'ours-gemm', ...GEMM, threads: 1, gflops: gemm });
+  console.log(`  ours-gemm             ${gemm.toFixed(1).padStart(6)} GFLOP/s  (${GEMM.M}x${GEMM.N}x${GEMM.K}, best of 5; ${((100 * gemm) / peak).toFixed(0)}% of peak)`);
+  if (selected('onnxruntime-web-gemm')) {
+    try {
+      const { gflops: ortGemm } = await ortCall(1, (w) => w.call('gemm', { ...GEMM, repeats: 5 }));
+      rows.push({ impl: 'onnxruntime-web-gemm', ...GEMM, threads: 1, gflops: ortGemm });
+      console.log(`  onnxruntime-web-gemm  ${ortGemm.toFixed(1).padStart(6)} GFLOP/s  (ONNX MatMul, same shape, best of 5; ${((100 * ortGemm) / peak).toFixed(0)}% of peak)`);
+    } catch (error) {
+      console.log(`  onnxruntime-web-gemm  failed: ${describeError(error)}`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention, per L.
+
+console.log(`
+GFLOP/s = (8·L·E² + 4·L²·E) / median (causal counted as full); % peak = GFLOP/s / (simd128-peak x threads);
+ratio = median / ours-simd median at the same L and threads (weights off): > 1 means we are faster.
+max abs err: against ours-simd (1 thread, weights off) over the whole output; ours-native: the 8 values it prints (query row 0).
+`);
+console.log(tableHeader());
+
+for (const L of SHAPES) {
+  const x = input(L);
+  await benchOurs(L, x);
+  if (selected('ours-native')) await benchNative(L);
+  if (selected('onnxruntime-web')) for (const threads of THREADS) await benchOrt(L, threads);
+  if (tfjs) {
+    const run = tfjs.runner(x, L);
+    await checkAndTime({ impl: 'tfjs-wasm', L, threads: 1, weights: false }, run);
+    run.dispose();
+  }
+  if (selected('plain-js')) {
+    if (L > 512 && !args.large) report({ impl: 'plain-js', L, threads: 1, weights: false, note: 'skipped above L = 512 (slow; --large runs it)' });
+    else await checkAndTime({ impl: 'plain-js', L, threads: 1, weights: false }, () => plainJsAttention(x, L));
+  }
+}
+
+async function benchOurs(L, x) {
+  const simd1 = ours.simd1.runner(x, L, false);
+  const [output] = await timeOnce(simd1);
+  reference.set(`${L}`, output.slice());
+  for (const threads of THREADS) {
+    const instance = threads === 1 ? ours.simd1 : ours.simd2;
+    for (const weights of [false, true]) {
+      const row = { impl: 'ours-simd', L, threads, weights };
+      try {
+        const run = instance.runner(x, L, weights);
+        const [out, firstRunMs] = await timeOnce(run);
+        const timing = await measure(run, planFor(L), { firstRunMs });
+        if (!weights) reference.set(`${L}/${threads}`, timing.median_ms);
+        const note = threads === 1 && !weights ? 'the reference output' : weights ? 'averaged weights [1, L, L] returned too' : undefined;
+        report({ ...row, max_abs_err: maxAbsError(out, output), ...timing, note });
+      } catch (error) {
+        reportFailure(row, error);
+      }
+    }
+  }
+  if (!selected('ours-scalar')) return;
+  const scalar = { impl: 'ours-scalar', L, threads: 1, weights: false };
+  if (L >= SLOW_L && !args.large) report({ ...scalar, note: `skipped at L >= ${SLOW_L} (slow; --large runs it)` });
+  else await checkAndTime(scalar, ours.scalar.runner(x, L, false));
+}
+
+async function benchNative(L) {
+  for (const threads of THREADS) {
+    const row = { impl: 'ours-native', L, threads, weights: false };
+    if (!nativeAvailable()) {
+      report({ ...row, note: 'build/native/attention_bench_native missing (bash scripts/build.sh all)' });
+      continue;
+    }
+    try {
+      const runs = L <= 128 ? 20 : L <= 512 ? 10 : 5;
+      const { min_ms, median_ms, output_head } = await runNative(L, threads, false, runs);
+      const max_abs_err = maxAbsError(Float32Array.from(output_head), reference.get(`${L}`), output_head.length);
+      report({ ...row, max_abs_err, min_ms, median_ms, runs, note: 'the core built natively (scalar kernels, no wasm); err over 8 values' });
+    } catch (error) {
+      reportFailure(row, error);
+    }
+  }
+}
+
+/** Runs `fn(worker)` on a fresh ORT worker with `threads` threads, then ends the worker. */
+async function ortCall(threads, fn) {
+  const worker = new OrtWorker(threads);
+  try {
+    return await fn(worker);
+  } finally {
+    await worker.terminate();
+  }
+}
+
+/** Every formulation: checked, then timed; the row is the fastest one that matches. */
+async function benchOrt(L, threads) {
+  const results = await ortCall(threads, async (worker) => {
+    const out = [];
+    for (const formulation of Object.keys(FORMULATIONS)) {
+      try {
+        const { output, ms: firstRunMs } = await worker.call('prepare', { L, formulation });
+        const max_abs_err = maxAbsError(output, reference.get(`${L}`));
+        if (!(max_abs_err <= TOLERANCE)) {
+          out.push({ formulation, failed: `output mismatch ${max_abs_err.toExponential(1)}` });
+          continue;
+        }
+        out.push({ formulation, max_abs_err, ...(await worker.call('measure', { plan: planFor(L), firstRunMs })) });
+        await worker.call('release');
+      } catch (error) {
+        out.push({ formulation, failed: describeError(error) });
+      }
+    }
+    return out;
+  });
+  const ok = results.filter((r) => !r.failed).sort((a, b) => a.median_ms - b.median_ms);
+  const summary = results.map((r) => (r.failed ? `${r.formulation} FAILED: ${r.failed}` : `${r.formulation} ${r.median_ms.toFixed(1)}`)).join('; ');
+  const row = { impl: 'onnxruntime-web', L, threads, weights: false };
+  if (!ok.length) {
+    ++failures;
+    report({ ...row, note: `every formulation failed: ${summary}` });
+    return;
+  }
+  const { formulation, failed, ...best } = ok[0];
+  report({ ...row, ...best, formulation, note: `won: ${formulation} (medians ms: ${summary})` });
+}
+
+// ---------------------------------------------------------------------------------------------
+// --large: memory of the streaming path at L = 16384.
+
+if (args.large && selected('ours-simd')) {
+  const { before, after, ms } = await heapGrowth(MEMORY_L, input(MEMORY_L));
+  const growth = after - before;
+  const ok = growth <= MEMORY_LIMIT;
+  if (!ok) ++failures;
+  const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  rows.push({ impl: 'ours-simd-memory', L: MEMORY_L, threads: 1, weights: false, heap_before_bytes: before, heap_after_bytes: after, heap_growth_bytes: growth, forward_ms: ms, within_limit: ok });
+  console.log(`\nmemory: ours-simd, weights off, L = ${MEMORY_L} (E = ${E}, H = ${H}), one forward of ${(ms / 1000).toFixed(1)} s:` +
+    ` wasm heap ${mib(before)} -> ${mib(after)}, growth ${mib(growth)} (limit ${mib(MEMORY_LIMIT)}: ${ok ? 'ok' : 'EXCEEDED'})`);
+}
+
+if (args.json) {
+  await writeFile(args.json, `${JSON.stringify(jsonRows(rows), null, 2)}\n`);
+  console.log(`\nwrote ${args.json}`);
+}
+console.log(`\ndone in ${((performance.now() - started) / 1000).toFixed(0)} s${failures ? `; ${failures} FAILURE(S) (see notes)` : ''}`);
+// The threads build's pthreads and tfjs keep Node alive; every result is out.
+process.exit(failures ? 1 : 0);

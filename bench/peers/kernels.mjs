@@ -1,0 +1,32 @@
+// simd128-peak and ours-gemm: kernel figures measured inside wasm by build/wasm/bench-kernels
+// (bench/kernels_wasm.cpp), an Emscripten ES module built for web/worker, loaded here from its bytes.
+import { readFile } from 'node:fs/promises';
+
+const MODULE_URL = new URL('../../build/wasm/bench-kernels.mjs', import.meta.url);
+const WASM_URL = new URL('../../build/wasm/bench-kernels.wasm', import.meta.url);
+
+export async function loadKernels() {
+  const { default: create } = await import(MODULE_URL.href);
+  const m = await create({ wasmBinary: await readFile(WASM_URL) });
+  return {
+    /**
+     * f32x4 multiply and add chains; the iterations are sized so one call runs ~`targetMs`, the
+     * best of `tries` after warm-up calls (V8 first runs a function unoptimized, Liftoff).
+     */
+    simd128PeakGflops(targetMs = 500, tries = 3) {
+      const probe = 1e7;
+      m.simd128PeakGflops(probe);
+      const start = performance.now();
+      m.simd128PeakGflops(probe);
+      const iterations = Math.max(probe, Math.round((probe * targetMs) / (performance.now() - start)));
+      let best = 0;
+      for (let i = 0; i < tries; ++i) best = Math.max(best, m.simd128PeakGflops(iterations));
+      return { gflops: best, iterations };
+    },
+    /** Single-threaded packed GEMM, best of `repeats` (after one warm-up call). */
+    gemmGflops(M, N, K, repeats = 5) {
+      m.gemmGflops(M, N, K, 1);
+      return m.gemmGflops(M, N, K, repeats);
+    },
+  };
+}

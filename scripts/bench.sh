@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `npm run bench [-- --large] [-- --json FILE]`: the benchmark of bench/attention.mjs (issue #6).
+# Checks the system packages, builds everything (the native core is one of the rows, the bench
+# kernels come from the wasm build), installs the peers into bench/node_modules on first use, then
+# runs the bench with this script's arguments. BENCH_NO_BUILD=1 skips the build (already built).
+# The working directory is left alone, so relative paths such as `--json out.json` mean what they say.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+bash "$root/scripts/setup.sh"
+if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
+  bash "$root/scripts/build.sh" all
+fi
+# The peers (onnxruntime-web, tfjs) are pinned in bench/package-lock.json, apart from the package's.
+if [ ! -d "$root/bench/node_modules" ]; then
+  npm ci --prefix "$root/bench" --no-audit --no-fund
+fi
+exec node "$root/bench/attention.mjs" "$@"
