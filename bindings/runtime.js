@@ -56,7 +56,13 @@ export class Runtime {
   invoke(inputs, outputs, call) {
     const heap = new HeapScope(this.wasm);
     try {
-      const inputPointers = inputs.map(([array, what]) => (array ? heap.copyIn(array, what) : 0));
+      // Self-attention passes one array as query, key and value: it is copied once.
+      const copied = new Map();
+      const inputPointers = inputs.map(([array, what]) => {
+        if (!array) return 0;
+        if (!copied.has(array)) copied.set(array, heap.copyIn(array, what));
+        return copied.get(array);
+      });
       const outputPointers = outputs.map(([shape, what]) => (shape ? heap.alloc(numel(shape) * 4, what) : 0));
       throwIfFailed(call(inputPointers, outputPointers, heap));
       return outputs.map(([shape], i) => (shape ? { data: heap.copyOutFloats(outputPointers[i], numel(shape)), shape } : null));
