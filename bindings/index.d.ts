@@ -1,141 +1,200 @@
 // Types for attention-wasm. These are the documentation most users read: every option states its
 // default, the shapes use the API's letters, and every mask states its polarity.
+// tests/types/ holds the type tests: usage.ts (every API, strict) and errors.ts (wrong calls).
 
-/** A dense, row-major, contiguous float32 tensor. `data.length` must equal the product of `shape`. */
+/// <reference lib="esnext.disposable" />
+
+/**
+ * A dense, row-major, contiguous float32 tensor. `data.length` must equal the product of `shape`;
+ * shape entries are non-negative integers. Inputs are read, never kept or changed.
+ */
 export interface Tensor {
   data: Float32Array;
+  shape: readonly number[];
+}
+
+/** A tensor this package returns: a fresh JS-owned copy, never a view of wasm memory. */
+export interface ResultTensor extends Tensor {
   shape: number[];
 }
 
 /**
  * A mask. `Uint8Array` data is boolean (0/1) and its polarity depends on the function (stated on
- * each option); `Float32Array` data is additive: added to the scaled scores, `-Infinity` hides a key.
+ * each option: compare the README's table); `Float32Array` data is additive: added to the scaled
+ * scores, `-Infinity` hides a key. A query with every key hidden gets zero weights and a zero output.
  */
 export interface Mask {
   data: Uint8Array | Float32Array;
+  shape: readonly number[];
+}
+
+/** A boolean mask (`Uint8Array` of 0/1). What 1 means depends on where it is used. */
+export interface BoolMask extends Mask {
+  data: Uint8Array;
   shape: number[];
 }
 
+/** An additive mask (`Float32Array`), added to the scores; `-Infinity` hides a key. */
+export interface FloatMask extends Mask {
+  data: Float32Array;
+  shape: number[];
+}
+
+/** The bytes of one of the package's `.wasm` files. */
+export type WasmBytes = ArrayBuffer | Uint8Array;
+
+/** The three wasm builds: `simd` (default), `scalar` (engines without SIMD), `threads` (pthreads + SIMD). */
+export type BuildName = 'simd' | 'scalar' | 'threads';
+
 export interface InitOptions {
   /**
-   * Threads to run on (default 1). Above 1 the pthreads build is loaded where `SharedArrayBuffer`
-   * exists (always in Node; in browsers only when cross-origin isolated) and one thread is used
-   * otherwise: `features.threads` says which.
+   * Threads to run on: an integer in [1, 64], default 1. Above 1 the pthreads build is loaded
+   * where `SharedArrayBuffer` exists (always in Node; in browsers only when the page is
+   * cross-origin isolated) and one thread is used otherwise: `features.threads` says which. If the
+   * pthreads build cannot start (its worker file is not served), init() logs a warning and uses
+   * the one-thread SIMD build.
    */
   threads?: number;
-  /** `false` forces the scalar (no SIMD) build. Default: SIMD when the engine supports it. */
+  /** `false` forces the scalar (no SIMD) build. Default `true`: SIMD when the engine supports it. */
   simd?: boolean;
-  /** Where the `.wasm` files are served from, for hosts that move them. Default: beside this module. */
+  /**
+   * The folder the `.wasm` files are served from, for hosts that move them (a CDN, a static
+   * folder). A relative string is resolved against the page (or worker) URL; a missing trailing
+   * `/` is added. Default: beside this module, found through `import.meta.url`, which bundlers
+   * rewrite. The pthread worker and the glue it imports always stay beside this module.
+   */
   wasmBaseUrl?: string | URL;
+  /**
+   * The wasm bytes themselves, so no `.wasm` file is fetched: the bytes of the build init picks
+   * (`attention-simd.wasm` unless `simd: false`, threads or a missing SIMD say otherwise), or one
+   * entry per build. A build without an entry is fetched as usual. Bytes that are not WebAssembly,
+   * or belong to another build, throw an `AttentionError` naming `wasmBinary`. Default: none.
+   */
+  wasmBinary?: WasmBytes | { simd?: WasmBytes; scalar?: WasmBytes; threads?: WasmBytes };
 }
 
 export interface Features {
-  /** Whether the wasm SIMD128 build is running. */
+  /** Whether a wasm SIMD128 build is running (the `simd` or `threads` build). */
   simd: boolean;
-  /** Threads in use (1 unless the pthreads build loaded). */
+  /** Threads in use: 1 unless the pthreads build loaded, else the `threads` init() was given. */
   threads: number;
-  /** The package version. */
+  /** The package version, e.g. `0.1.0`. */
   version: string;
 }
 
 export interface Stats {
-  /** Current size of this instance's wasm linear memory, in bytes. */
+  /** Current size of this instance's wasm linear memory, in bytes (it grows, never shrinks). */
   wasmHeapBytes: number;
-  /** Modules created and not yet disposed. */
+  /** Modules created and not yet disposed (nor collected). */
   liveObjects: number;
 }
 
 export interface SdpaOptions {
   /**
-   * Broadcastable to `[..., n, m]`. Boolean: **1 = may attend**, 0 = masked (as PyTorch's SDPA).
-   * Float: added to the scaled scores.
+   * Broadcastable to `[..., n, m]`. Boolean: **1 = may attend**, 0 = masked (as PyTorch's SDPA;
+   * the opposite of `MultiheadAttention`). Float: added to the scaled scores. Default: none.
    */
   attnMask?: Mask | null;
-  /** Query i attends to keys j <= i (top-left aligned). Combines with `attnMask`. Default false. */
+  /**
+   * Query i attends to keys j <= i (top-left aligned, as PyTorch). Combines with `attnMask`
+   * (PyTorch refuses both; here both apply). Default `false`.
+   */
   isCausal?: boolean;
-  /** Score scale. Default `1 / sqrt(d)`. Must be finite. */
+  /** Score scale, a finite number. Default `1 / sqrt(d)`. */
   scale?: number;
   /** Dropout probability on the weights, in [0, 1). Default 0. */
   dropoutP?: number;
-  /** Dropout seed (a non-negative integer). Default: a per-instance counter, so calls differ. */
+  /** Dropout seed, a non-negative integer. Default: a per-instance counter, so calls differ. */
   seed?: number;
   /**
-   * Return the weights (default false). When false, `weights` is null and the streaming
+   * Return the weights `[..., n, m]`. Default `false`: `weights` is null and the streaming
    * (online-softmax) path runs, which allocates no `n x m` buffer.
    */
   needWeights?: boolean;
 }
 
-export interface AttentionResult {
-  /** `[..., n, dv]` */
-  output: Tensor;
-  /** `[..., n, m]`, or null when weights were not asked for. */
-  weights: Tensor | null;
+/** What every forward returns. `W` is `ResultTensor` when weights are certain to be returned. */
+export interface AttentionResult<W extends ResultTensor | null = ResultTensor | null> {
+  /** The attention output; its shape is stated on each function. */
+  output: ResultTensor;
+  /** The attention weights, or null when they were not asked for. */
+  weights: W;
 }
 
 /** A PyTorch `state_dict()`: names to tensors, as an object or a Map. */
-export type StateDict = Record<string, Tensor> | Map<string, Tensor>;
+export type StateDict = Readonly<Record<string, Tensor>> | ReadonlyMap<string, Tensor>;
 
 /** What every module shares. Modules start in eval mode (an inference library). */
 export interface AttentionModule {
-  /** Whether dropout is active. */
+  /** Whether dropout is active: false until `train()`. */
   readonly training: boolean;
   /**
-   * Copies the parameters from a `state_dict()` with PyTorch's names. Missing, extra or
-   * mis-shaped entries throw an `AttentionError` naming the entry; nothing changes then.
+   * Copies the parameters from a `state_dict()` with PyTorch's names (listed on each module).
+   * Missing, extra or mis-shaped entries throw an `AttentionError` naming the entry; nothing
+   * changes then. Must be called before `forward`. Returns this.
    */
   loadStateDict(stateDict: StateDict): this;
-  /** Training mode (dropout on) when `mode` is true (the default), else eval mode. */
+  /** Training mode (dropout on) when `mode` is true (the default), else eval mode. Returns this. */
   train(mode?: boolean): this;
-  /** Eval mode: dropout off. */
+  /** Eval mode: dropout off. Returns this. */
   eval(): this;
   /** Frees the module's wasm memory now. Safe to call twice; any later use throws. */
   dispose(): void;
+  /** `dispose()`, for `using` declarations. */
   [Symbol.dispose](): void;
 }
 
 export interface MultiheadAttentionOptions {
-  /** Add biases to the input and output projections (default true). */
+  /** Add biases to the input and output projections (`in_proj_bias`, `out_proj.bias`). Default `true`. */
   bias?: boolean;
-  /** Append learned `bias_k` / `bias_v` rows to key and value (default false). */
+  /** Append learned `bias_k` / `bias_v` rows to key and value. Default `false`. */
   addBiasKV?: boolean;
-  /** Append a zero row to key and value (default false). */
+  /** Append a zero row to key and value. Default `false`. */
   addZeroAttn?: boolean;
-  /** Key features (default embedDim). kdim or vdim != embedDim uses q/k/v_proj_weight. */
+  /** Key features. Default `embedDim`. kdim or vdim != embedDim uses `q/k/v_proj_weight`, not `in_proj_weight`. */
   kdim?: number;
-  /** Value features (default embedDim). */
+  /** Value features. Default `embedDim`. */
   vdim?: number;
-  /** Inputs and output are (N, L, E) instead of (L, N, E) (default false). */
+  /** Inputs and output are `(N, L, E)` instead of `(L, N, E)`. Default `false`. */
   batchFirst?: boolean;
-  /** Dropout on the attention weights in training mode, in [0, 1) (default 0). */
+  /** Dropout on the attention weights in training mode, in [0, 1). Default 0. */
   dropout?: number;
-  /** Seed of the dropout draws; each forward advances it unless given its own (default 0). */
+  /** Seed of the dropout draws; each forward advances it unless given its own. Default 0. */
   seed?: number;
 }
 
 export interface MultiheadAttentionForwardOptions {
-  /** [N, m] ([m] unbatched). Boolean: **1 = padding, ignored**. Float: added to the scores. */
+  /**
+   * `[N, m]` (`[m]` unbatched). Boolean: **1 = padding, ignored** (as `nn.MultiheadAttention`).
+   * Float: added to the scores. Default: none.
+   */
   keyPaddingMask?: Mask | null;
   /**
-   * [n, m] or [N*numHeads, n, m] ([numHeads, n, m] unbatched; [N*numHeads, 1, m], as `masks.merge`
-   * returns without an attention mask, also works). Boolean: **1 = not allowed**.
-   * Float: added to the scores. Merged with keyPaddingMask as `masks.merge` shows.
+   * `[n, m]` or `[N*numHeads, n, m]` (`[numHeads, n, m]` unbatched; `[N*numHeads, 1, m]`, as
+   * `masks.merge` returns without an attention mask, also works). Boolean: **1 = not allowed**
+   * (as `nn.MultiheadAttention`; the opposite of SDPA). Float: added to the scores. Merged with
+   * `keyPaddingMask` as `masks.merge` shows. Default: none.
    */
   attnMask?: Mask | null;
-  /** Return the weights (default true). False takes the streaming path: no n x m buffer. */
+  /** Return the weights. Default `true`. False takes the streaming path: no `n x m` buffer, `weights` null. */
   needWeights?: boolean;
-  /** Average the weights over heads (default true), else return them per head. */
+  /** Average the weights over heads (`[N, n, m]`), else return them per head (`[N, numHeads, n, m]`). Default `true`. */
   averageAttnWeights?: boolean;
   /**
-   * Add a causal mask (query i sees keys j <= i), combined with the other masks (default false).
-   * Unlike PyTorch, where is_causal is only a hint, this applies the mask.
+   * Add a causal mask (query i sees keys j <= i), combined with the other masks. Default `false`.
+   * Unlike PyTorch, where `is_causal` is only a hint, this applies the mask.
    */
   isCausal?: boolean;
-  /** Dropout seed for this call (training mode only). */
+  /** Dropout seed for this call (training mode only). Default: the module's seed, advanced per call. */
   seed?: number;
 }
 
-/** `torch.nn.MultiheadAttention`. */
+/**
+ * `torch.nn.MultiheadAttention`. `loadStateDict` takes exactly: `in_proj_weight [3E, E]` when
+ * kdim == vdim == embedDim, otherwise `q_proj_weight [E, E]`, `k_proj_weight [E, kdim]`,
+ * `v_proj_weight [E, vdim]`; `in_proj_bias [3E]` and `out_proj.bias [E]` when `bias`;
+ * `bias_k [1, 1, E]` and `bias_v [1, 1, E]` when `addBiasKV`; always `out_proj.weight [E, E]`.
+ */
 export interface MultiheadAttention extends AttentionModule {
   readonly embedDim: number;
   readonly numHeads: number;
@@ -147,47 +206,92 @@ export interface MultiheadAttention extends AttentionModule {
   readonly batchFirst: boolean;
   readonly dropout: number;
   /**
-   * query (L, N, E), or (N, L, E) with batchFirst, or unbatched (L, E); key and value default to
-   * the query (self-attention). Output keeps the query's layout; weights are [N, n, m'] averaged or
-   * [N, numHeads, n, m'] (N dropped when unbatched), where m' counts the bias_k / zero columns.
+   * query `(L, N, E)`, or `(N, L, E)` with batchFirst, or unbatched `(L, E)`; key `(S, N, kdim)`
+   * and value `(S, N, vdim)` default to the query (self-attention), then to the key. The output
+   * keeps the query's layout; weights are `[N, n, m']` averaged or `[N, numHeads, n, m']` (N
+   * dropped when unbatched), where m' counts the `bias_k` / zero columns. Weights are returned
+   * unless `needWeights: false`.
    */
+  forward(
+    query: Tensor,
+    key?: Tensor | null,
+    value?: Tensor | null,
+    opts?: MultiheadAttentionForwardOptions & { needWeights?: true },
+  ): AttentionResult<ResultTensor>;
+  forward(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, opts: MultiheadAttentionForwardOptions & { needWeights: false }): AttentionResult<null>;
   forward(query: Tensor, key?: Tensor | null, value?: Tensor | null, opts?: MultiheadAttentionForwardOptions): AttentionResult;
 }
 
 export interface ModuleOptions {
-  /** Dropout on the attention weights in training mode, in [0, 1) (default 0). */
+  /** Dropout on the attention weights in training mode, in [0, 1). Default 0. */
   dropout?: number;
-  /** Seed of the dropout draws (default 0). */
+  /** Seed of the dropout draws; each forward advances it unless given its own. Default 0. */
   seed?: number;
 }
 
-/** Single-head self-attention: Q = X W_qᵀ, K = X W_kᵀ, V = X W_vᵀ (no bias), scale 1/sqrt(keySize). */
+export interface RelativeMultiHeadAttentionOptions extends ModuleOptions {
+  /** Relative positions each side; every forward needs n <= P and m <= P. Default 4096. */
+  P?: number;
+}
+
+export interface SelfAttentionForwardOptions {
+  /** Broadcastable to `[N, L, L]`. Boolean: **1 = masked out**. Float: added to the scores. Default: none. */
+  attnMask?: Mask | null;
+  /** Dropout seed for this call (training mode only). Default: the module's seed, advanced per call. */
+  seed?: number;
+}
+
+export interface AdditiveAttentionForwardOptions {
+  /** Broadcastable to `[N, n, m]`. Boolean: **1 = masked out**. Float: added to the scores. Default: none. */
+  attnMask?: Mask | null;
+  /** Dropout seed for this call (training mode only). Default: the module's seed, advanced per call. */
+  seed?: number;
+}
+
+export interface RelativeMultiHeadAttentionForwardOptions {
+  /**
+   * `[n or 1, m, B or 1]`. **0 = masked out**, nonzero = keep (the labml.ai polarity; a
+   * `Float32Array` is read the same way, not added). Default: none.
+   */
+  mask?: Mask | null;
+  /** Dropout seed for this call (training mode only). Default: the module's seed, advanced per call. */
+  seed?: number;
+}
+
+/**
+ * Single-head self-attention: `Q = X W_qᵀ`, `K = X W_kᵀ`, `V = X W_vᵀ` (no bias), scale
+ * `1/sqrt(keySize)`. `loadStateDict` takes `W_q.weight [keySize, embedDim]`,
+ * `W_k.weight [keySize, embedDim]`, `W_v.weight [valueSize, embedDim]`.
+ */
 export interface SelfAttention extends AttentionModule {
   readonly embedDim: number;
   readonly keySize: number;
   readonly valueSize: number;
   readonly dropout: number;
-  /**
-   * x [N, L, embedDim] -> output [N, L, valueSize], weights [N, L, L]. `attnMask` broadcastable
-   * to [N, L, L]: boolean **1 = masked out**, or float additive.
-   */
-  forward(x: Tensor, opts?: { attnMask?: Mask | null; seed?: number }): { output: Tensor; weights: Tensor };
+  /** x `[N, L, embedDim]` -> output `[N, L, valueSize]`, weights `[N, L, L]`. */
+  forward(x: Tensor, opts?: SelfAttentionForwardOptions): AttentionResult<ResultTensor>;
 }
 
-/** Additive (Bahdanau) attention: scores = w_v · tanh(W_q q + W_k k). */
+/**
+ * Additive (Bahdanau) attention: `scores = w_v · tanh(W_q q + W_k k)`. `loadStateDict` takes
+ * `W_q.weight [hiddenSize, querySize]`, `W_k.weight [hiddenSize, keySize]`, `W_v.weight [1, hiddenSize]`.
+ */
 export interface AdditiveAttention extends AttentionModule {
   readonly querySize: number;
   readonly keySize: number;
   readonly hiddenSize: number;
   readonly dropout: number;
-  /**
-   * query [N, n, dq], key [N, m, dk], value [N, m, dv] -> output [N, n, dv], weights [N, n, m].
-   * `attnMask` broadcastable to [N, n, m]: boolean **1 = masked out**, or float additive.
-   */
-  forward(query: Tensor, key: Tensor, value: Tensor, opts?: { attnMask?: Mask | null; seed?: number }): { output: Tensor; weights: Tensor };
+  /** query `[N, n, querySize]`, key `[N, m, keySize]`, value `[N, m, dv]` -> output `[N, n, dv]`, weights `[N, n, m]`. */
+  forward(query: Tensor, key: Tensor, value: Tensor, opts?: AdditiveAttentionForwardOptions): AttentionResult<ResultTensor>;
 }
 
-/** Transformer-XL relative multi-head attention, in the labml.ai annotated formulation. */
+/**
+ * Transformer-XL relative multi-head attention, in the labml.ai annotated formulation.
+ * `loadStateDict` takes `query.linear.weight`, `key.linear.weight`, `value.linear.weight`
+ * `[heads*d_k, dModel]`, `value.linear.bias [heads*d_k]`, `output.weight [dModel, heads*d_k]`,
+ * `output.bias [dModel]`, `key_pos_embeddings [2P, heads, d_k]`, `key_pos_bias [2P, heads]`,
+ * `query_pos_bias [heads, d_k]`, with `d_k = dModel / heads`.
+ */
 export interface RelativeMultiHeadAttention extends AttentionModule {
   readonly heads: number;
   readonly dModel: number;
@@ -195,55 +299,80 @@ export interface RelativeMultiHeadAttention extends AttentionModule {
   readonly P: number;
   readonly dropout: number;
   /**
-   * query [n, B, dModel], key and value [m, B, dModel] -> output [n, B, dModel], weights
-   * [n, m, B, heads]. `mask` [n or 1, m, B or 1]: **0 = masked out**, nonzero = keep (a
-   * Float32Array is read the same way).
+   * query `[n, B, dModel]`, key and value `[m, B, dModel]` -> output `[n, B, dModel]`, weights
+   * `[n, m, B, heads]`.
    */
-  forward(query: Tensor, key: Tensor, value: Tensor, opts?: { mask?: Mask | null; seed?: number }): { output: Tensor; weights: Tensor };
+  forward(query: Tensor, key: Tensor, value: Tensor, opts?: RelativeMultiHeadAttentionForwardOptions): AttentionResult<ResultTensor>;
 }
 
+/** Sequence lengths: integers in [0, maxLen], as an array or a typed array. */
+export type Lengths = readonly number[] | Uint8Array | Uint16Array | Uint32Array | Int8Array | Int16Array | Int32Array | Float32Array | Float64Array;
+
+/** Mask builders. Boolean results use `MultiheadAttention`'s polarity: **1 = masked**. */
 export interface Masks {
-  /** [n, m] boolean, 1 where key j > query i (not allowed): MultiheadAttention's attnMask polarity. */
-  causal(n: number, m?: number): Mask & { data: Uint8Array };
-  /** [N, maxLen] boolean, 1 where j >= lengths[b] (padding). */
-  keyPadding(lengths: ArrayLike<number>, maxLen: number): Mask & { data: Uint8Array };
-  /** [N, maxLen, maxLen] boolean, 1 where query i or key j is padding. */
-  padding2d(lengths: ArrayLike<number>, maxLen: number): Mask & { data: Uint8Array };
+  /** `[n, m]` boolean, 1 where key j > query i (not allowed). `m` defaults to `n`. */
+  causal(n: number, m?: number): BoolMask;
+  /** `[N, maxLen]` boolean, 1 where j >= lengths[b] (padding): a `keyPaddingMask`. */
+  keyPadding(lengths: Lengths, maxLen: number): BoolMask;
+  /** `[N, maxLen, maxLen]` boolean, 1 where query i or key j is padding (for `SelfAttention`). */
+  padding2d(lengths: Lengths, maxLen: number): BoolMask;
   /**
-   * The single additive mask MultiheadAttention applies: float [N*numHeads, n, m], or
-   * [N*numHeads, 1, m] when attnMask is null; masked entries are -Infinity.
+   * The single additive mask `MultiheadAttention` applies: float `[N*numHeads, n, m]`, or
+   * `[N*numHeads, 1, m]` when `attnMask` is null; masked entries are `-Infinity`. `attnMask` is
+   * `[n, m]` or `[N*numHeads, n, m]` (boolean 1 = not allowed, or float); `keyPaddingMask` is
+   * `[N, m]` (boolean 1 = padding, or float).
    */
-  merge(attnMask: Mask | null, keyPaddingMask: Mask, numHeads: number): Mask & { data: Float32Array };
+  merge(attnMask: Mask | null, keyPaddingMask: Mask, numHeads: number): FloatMask;
 }
 
+/** One loaded wasm instance: the functions, the module classes bound to it, and its masks. */
 export interface Attention {
+  /** Which build runs: SIMD or not, threads in use, package version. */
   readonly features: Readonly<Features>;
   readonly masks: Masks;
+  /** `new attn.MultiheadAttention(embedDim, numHeads, opts?)`; embedDim divisible by numHeads. */
   readonly MultiheadAttention: new (embedDim: number, numHeads: number, opts?: MultiheadAttentionOptions) => MultiheadAttention;
+  /** `new attn.SelfAttention(embedDim, keySize, valueSize, opts?)`. */
   readonly SelfAttention: new (embedDim: number, keySize: number, valueSize: number, opts?: ModuleOptions) => SelfAttention;
+  /** `new attn.AdditiveAttention(querySize, keySize, hiddenSize, opts?)`. */
   readonly AdditiveAttention: new (querySize: number, keySize: number, hiddenSize: number, opts?: ModuleOptions) => AdditiveAttention;
-  readonly RelativeMultiHeadAttention: new (heads: number, dModel: number, opts?: ModuleOptions & { P?: number }) => RelativeMultiHeadAttention;
+  /** `new attn.RelativeMultiHeadAttention(heads, dModel, opts?)`; dModel divisible by heads. */
+  readonly RelativeMultiHeadAttention: new (heads: number, dModel: number, opts?: RelativeMultiHeadAttentionOptions) => RelativeMultiHeadAttention;
+  /** Heap size of this instance and the number of modules not yet disposed. */
   stats(): Stats;
   /**
    * `torch.nn.functional.scaled_dot_product_attention`. `query [..., n, d]`, `key [..., m, d]`,
-   * `value [..., m, dv]` with the same leading dims. A query that may attend to no key gets zero
-   * weights and a zero output (PyTorch gives NaN).
+   * `value [..., m, dv]` with the same leading dims -> `output [..., n, dv]`, and
+   * `weights [..., n, m]` when `needWeights: true` (else null). A query that may attend to no key
+   * gets zero weights and a zero output (PyTorch gives NaN).
    */
+  scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts: SdpaOptions & { needWeights: true }): AttentionResult<ResultTensor>;
+  scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions & { needWeights?: false }): AttentionResult<null>;
   scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): AttentionResult;
 }
 
-/** Loads the fastest build this engine runs. Each call returns an independent instance. */
+/**
+ * Loads the fastest build this engine runs (see `InitOptions`) and returns an independent instance.
+ * Rejects with an `AttentionError` for bad options, or an `Error` when the wasm cannot be loaded.
+ */
 export function init(opts?: InitOptions): Promise<Attention>;
+
+/** `INVALID_ARGUMENT` for bad input; `OUT_OF_MEMORY` when a call needs more than the 2 GiB wasm heap. */
+export type AttentionErrorCode = 'INVALID_ARGUMENT' | 'OUT_OF_MEMORY';
 
 /**
  * Thrown for every bad input and for out-of-memory. The message names the argument, the expected
- * and the given shape or value; the instance keeps working afterwards.
+ * and the given shape or value (`key: expected [2, m, 64], got [2, 7, 32]`); the instance keeps
+ * working afterwards.
  */
 export class AttentionError extends Error {
+  constructor(argument: string, expected: string, got: string, details?: { code?: AttentionErrorCode });
   readonly name: 'AttentionError';
-  /** The argument at fault, e.g. `key`, `attnMask.data`, `scale`. */
+  /** The argument at fault, e.g. `key.shape`, `attnMask.data`, `scale`, `stateDict['out_proj.bias']`. */
   readonly argument: string;
+  /** What it should have been, shapes written as `[2, m, 64]`. */
   readonly expected: string;
+  /** What it was. */
   readonly got: string;
-  readonly code: 'INVALID_ARGUMENT' | 'OUT_OF_MEMORY';
+  readonly code: AttentionErrorCode;
 }

@@ -1,7 +1,7 @@
 // The public API (see API-CONTRACT.md): init() and the Attention instance it returns. Embind is a
 // private layer below; everything users touch is validated here and in the modules it imports.
-import { AttentionError, describe } from './errors.js';
-import { chooseBuild, instantiate } from './loader.js';
+import { AttentionError } from './errors.js';
+import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createModuleClasses } from './modules.js';
 import { maskType, Runtime, throwIfFailed } from './runtime.js';
@@ -16,16 +16,16 @@ const SDPA_OPTIONS = ['attnMask', 'isCausal', 'scale', 'dropoutP', 'seed', 'need
 
 /**
  * Loads the fastest build this engine runs and returns an independent instance.
- * @param {{ threads?: number, simd?: boolean, wasmBaseUrl?: string | URL }} [opts]
+ * @param {{ threads?: number, simd?: boolean, wasmBaseUrl?: string | URL, wasmBinary?: ArrayBuffer | Uint8Array |
+ *   { simd?: ArrayBuffer | Uint8Array, scalar?: ArrayBuffer | Uint8Array, threads?: ArrayBuffer | Uint8Array } }} [opts]
  */
 export async function init(opts) {
-  opts = checkOptions(opts, ['threads', 'simd', 'wasmBaseUrl']);
+  opts = checkOptions(opts, ['threads', 'simd', 'wasmBaseUrl', 'wasmBinary']);
   const allowSimd = checkBoolean(opts.simd, 'simd', true);
   const threads = opts.threads === undefined ? 1 : checkNumber(opts.threads, 'threads', { min: 1, max: 64, integer: true });
-  if (opts.wasmBaseUrl !== undefined && typeof opts.wasmBaseUrl !== 'string' && !(opts.wasmBaseUrl instanceof URL))
-    throw new AttentionError('wasmBaseUrl', 'a string or URL', describe(opts.wasmBaseUrl));
-  const build = await chooseBuild({ threads, allowSimd });
-  const wasm = await instantiate(build, { threads, wasmBaseUrl: opts.wasmBaseUrl });
+  const wasmBaseUrl = checkWasmBaseUrl(opts.wasmBaseUrl);
+  const wasmBinary = checkWasmBinary(opts.wasmBinary);
+  const { build, wasm } = await load({ threads, allowSimd, wasmBaseUrl, wasmBinary });
   // Builds without threads report 1 whatever was asked.
   const threadsInUse = wasm._setThreadCount(threads);
   return new Attention(new Runtime(wasm), { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });

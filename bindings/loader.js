@@ -1,8 +1,19 @@
-// Picks and instantiates one of the three wasm builds. Import specifiers and wasm URLs are
-// literals so that bundlers can see every file they must copy.
+// Picks and instantiates one of the three wasm builds. Every file the package loads at run time is
+// named here by a literal `import('./x.mjs')` or `new URL('./x', import.meta.url)`, so bundlers
+// (Vite, webpack 5, Rollup, esbuild) see, copy and rewrite each one. The Emscripten glue is never
+// left to find a file on its own: its `locateFile` returns these URLs and its wasm arrives through
+// `instantiateWasm`, so a bundled app loads the same assets the bundler emitted.
+import { AttentionError, describe } from './errors.js';
 import { simd as detectSimd, threads as detectThreads } from 'wasm-feature-detect';
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
+
+// Node built-ins, loaded only in Node. The specifier is a variable so that bundlers building for
+// browsers neither try to resolve them nor warn that they were "externalized".
+const nodeBuiltin = (name) =>
+  Promise.resolve(process.getBuiltinModule?.(name) ?? import(/* webpackIgnore: true */ /* @vite-ignore */ name));
+
+export const BUILD_NAMES = ['simd', 'scalar', 'threads'];
 
 const BUILDS = {
   simd: {
@@ -16,6 +27,12 @@ const BUILDS = {
   threads: {
     factory: () => import('./attention-threads.mjs'),
     wasm: () => new URL('./attention-threads.wasm', import.meta.url),
+    // The pthread worker is a classic script that imports the glue itself (`e.data.urlOrBlob`). A
+    // bundler copies both as assets; the worker then imports the glue's copy by its new URL.
+    // '?no-inline' stops Vite from turning this 3 KB file into a data: URL, which cannot start a
+    // same-origin worker; servers and other bundlers ignore the query.
+    worker: () => new URL('./attention-threads.worker.js?no-inline', import.meta.url),
+    glue: () => new URL('./attention-threads.mjs', import.meta.url),
   },
 };
 
@@ -33,26 +50,201 @@ export async function chooseBuild({ threads, allowSimd }) {
   return simd ? 'simd' : 'scalar';
 }
 
-export async function instantiate(name, { threads, wasmBaseUrl }) {
-  const build = BUILDS[name];
-  const { default: createModule } = await build.factory();
-  const options = { threadPoolSize: name === 'threads' ? threads : 0 };
-  if (wasmBaseUrl !== undefined) {
-    options.locateFile = (file) => new URL(file, wasmBaseUrl).href;
-  } else if (isNode) {
-    // Node's fetch cannot load file: URLs (TOOLCHAIN.md, pitfall 3): hand over the bytes.
-    const { readFile } = await import('node:fs/promises');
-    options.wasmBinary = await readFile(build.wasm());
-    if (name === 'threads') {
-      const [{ createRequire }, { fileURLToPath }] = await Promise.all([import('node:module'), import('node:url')]);
-      options.nodeRequire = createRequire(import.meta.url);
-      options.nodeDirname = fileURLToPath(new URL('.', import.meta.url));
+const BYTES = 'an ArrayBuffer or Uint8Array holding a .wasm file';
+
+function checkBytes(value, argument) {
+  const bytes = value instanceof ArrayBuffer ? new Uint8Array(value) : value instanceof Uint8Array ? value : null;
+  if (bytes === null) throw new AttentionError(argument, BYTES, describe(value));
+  // Every wasm binary starts with "\0asm": catches a fetched HTML error page or a JS file early.
+  if (bytes.length < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d)
+    throw new AttentionError(argument, BYTES + ' (starting with "\\0asm")', `${bytes.length} bytes that are not WebAssembly`);
+  return bytes;
+}
+
+/**
+ * Validates `init({ wasmBinary })`: the bytes of the build init picks, or `{ simd?, scalar?,
+ * threads? }` with bytes per build. Returns `{ any }` or a per-build object, or undefined.
+ */
+export function checkWasmBinary(value) {
+  if (value === undefined) return undefined;
+  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return { any: checkBytes(value, 'wasmBinary') };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new AttentionError('wasmBinary', `${BYTES}, or { simd?, scalar?, threads? } of them`, describe(value));
+  const perBuild = {};
+  for (const key of Object.keys(value)) {
+    if (!BUILD_NAMES.includes(key))
+      throw new AttentionError(`wasmBinary.${key}`, 'one of the builds simd, scalar, threads', 'an unknown build');
+    if (value[key] !== undefined) perBuild[key] = checkBytes(value[key], `wasmBinary.${key}`);
+  }
+  return perBuild;
+}
+
+/** Validates `init({ wasmBaseUrl })` and returns it as a folder URL (a trailing '/' is added). */
+export function checkWasmBaseUrl(value) {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' && !(value instanceof URL))
+    throw new AttentionError('wasmBaseUrl', 'a string or URL', describe(value));
+  let url;
+  try {
+    // A relative string ('/static/wasm/') is relative to the page (or worker) that runs init().
+    url = new URL(value, globalThis.location?.href);
+  } catch {
+    throw new AttentionError('wasmBaseUrl', 'an absolute URL, or a URL relative to the page', describe(String(value)));
+  }
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url;
+}
+
+// Where a build's wasm comes from: bytes (given, or read from disk in Node) or a URL to fetch.
+async function wasmSource(name, { wasmBaseUrl, wasmBinary }) {
+  if (wasmBinary?.any) return { bytes: wasmBinary.any, argument: 'wasmBinary' };
+  if (wasmBinary?.[name]) return { bytes: wasmBinary[name], argument: `wasmBinary.${name}` };
+  const url = wasmBaseUrl ? new URL(`attention-${name}.wasm`, wasmBaseUrl) : BUILDS[name].wasm();
+  if (isNode && url.protocol === 'file:') {
+    // Node's fetch cannot load file: URLs (TOOLCHAIN.md, pitfall 3): read the bytes.
+    const { readFile } = await nodeBuiltin('node:fs/promises');
+    try {
+      return { bytes: await readFile(url), url };
+    } catch (error) {
+      throw loadError(name, url, error.code ?? error.message);
     }
   }
-  const wasm = await createModule(options);
+  return { url };
+}
+
+function loadError(name, url, reason) {
+  return new Error(
+    `attention-wasm: could not load attention-${name}.wasm from ${url}: ${reason}. If a bundler or ` +
+      'server moved the .wasm files, pass init({ wasmBaseUrl }) or init({ wasmBinary }).',
+  );
+}
+
+async function instantiateSource(name, source, imports) {
+  if (source.bytes) {
+    try {
+      return await WebAssembly.instantiate(source.bytes, imports);
+    } catch (error) {
+      if (!source.argument) throw error;
+      throw new AttentionError(
+        source.argument,
+        `the bytes of attention-${name}.wasm (the build init picked)`,
+        `a module that does not ${error instanceof WebAssembly.LinkError ? 'link' : 'compile'} (${error.message})`,
+      );
+    }
+  }
+  const { url } = source;
+  const get = async () => {
+    let response;
+    try {
+      response = await fetch(url, { credentials: 'same-origin' });
+    } catch (error) {
+      throw loadError(name, url, error.message);
+    }
+    if (!response.ok) throw loadError(name, url, `HTTP ${response.status}`);
+    return response;
+  };
+  try {
+    if (typeof WebAssembly.instantiateStreaming === 'function') {
+      try {
+        return await WebAssembly.instantiateStreaming(await get(), imports);
+      } catch (error) {
+        // A server that sends the wrong Content-Type makes streaming fail with a TypeError: fetch
+        // again and compile from bytes, as Emscripten's own loader does.
+        if (!(error instanceof TypeError)) throw error;
+      }
+    }
+    return await WebAssembly.instantiate(await (await get()).arrayBuffer(), imports);
+  } catch (error) {
+    // Typically an HTML page (a single-page app's fallback) served where the .wasm was expected.
+    if (error instanceof WebAssembly.CompileError) throw loadError(name, url, `the response is not WebAssembly (${error.message})`);
+    throw error;
+  }
+}
+
+// A pthread worker that cannot start (its script or the glue it imports is missing) would leave
+// the glue waiting for ever; after this long without all workers ready, init() gives up on threads.
+const THREADS_START_TIMEOUT = 20_000;
+
+async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
+  const build = BUILDS[name];
+  const source = await wasmSource(name, { wasmBaseUrl, wasmBinary });
+  const { default: createModule } = await build.factory();
+
+  let fail;
+  const failed = new Promise((_, reject) => {
+    fail = reject;
+  });
+  const options = {
+    threadPoolSize: name === 'threads' ? threads : 0,
+    // Emscripten asks for 'attention-threads.worker.js' (and names its wasm): answer with the URLs
+    // above, never with its own guess next to wherever the glue ended up.
+    locateFile: (file, scriptDirectory) => {
+      if (file.endsWith('.worker.js') && build.worker) return build.worker();
+      if (file.endsWith('.wasm')) return (source.url ?? build.wasm()).href;
+      return scriptDirectory + file;
+    },
+    instantiateWasm: (imports, receiveInstance) => {
+      instantiateSource(name, source, imports).then(({ instance, module }) => receiveInstance(instance, module), fail);
+      return {}; // exports arrive asynchronously
+    },
+    onAbort: (what) => fail(new Error(`attention-wasm: the ${name} build aborted while loading: ${what}`)),
+  };
+  if (name === 'threads') {
+    // Each pthread worker imports this URL (a string: it is posted to the worker).
+    options.mainScriptUrlOrBlob = build.glue().href;
+    if (isNode) {
+      const [{ createRequire }, { fileURLToPath }, { dirname }] = await Promise.all(
+        ['node:module', 'node:url', 'node:path'].map(nodeBuiltin),
+      );
+      // Not new URL('.', import.meta.url): bundlers would take '.' for a file to copy.
+      const moduleUrl = import.meta.url;
+      options.nodeRequire = createRequire(moduleUrl);
+      options.nodeDirname = dirname(fileURLToPath(moduleUrl));
+    }
+  }
+
+  const ready = createModule(options);
+  let timer;
+  if (name === 'threads') {
+    // The workers exist as soon as the glue has run (PThread.initMainThread). A worker whose script
+    // fails to load reports an error event; one whose import fails reports nothing, hence the timer.
+    for (const worker of options.PThread?.unusedWorkers ?? []) {
+      const onError = (event) => fail(new Error(`attention-wasm: a pthread worker failed to start: ${event?.message ?? event}`));
+      if (typeof worker.on === 'function') worker.on('error', onError);
+      else worker.addEventListener('error', onError);
+    }
+    timer = setTimeout(() => fail(new Error(`attention-wasm: pthread workers not ready after ${THREADS_START_TIMEOUT / 1000} s`)), THREADS_START_TIMEOUT);
+    timer.unref?.();
+  }
+  let wasm;
+  try {
+    wasm = await Promise.race([ready, failed]);
+  } catch (error) {
+    if (name === 'threads') for (const worker of options.PThread?.unusedWorkers ?? []) worker.terminate();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
   if (isNode && name === 'threads') {
     // Idle pthread workers must not keep a Node process alive.
     for (const worker of wasm.PThread.unusedWorkers) worker.unref();
   }
   return wasm;
+}
+
+/**
+ * Chooses a build and instantiates it. If the pthreads build cannot start (a host or bundler that
+ * does not serve its worker), init() still succeeds, on the one-thread SIMD build, and says why.
+ * @returns {Promise<{ build: string, wasm: object }>}
+ */
+export async function load({ threads, allowSimd, wasmBaseUrl, wasmBinary }) {
+  const build = await chooseBuild({ threads, allowSimd });
+  if (build !== 'threads') return { build, wasm: await instantiate(build, { threads, wasmBaseUrl, wasmBinary }) };
+  try {
+    return { build, wasm: await instantiate(build, { threads, wasmBaseUrl, wasmBinary }) };
+  } catch (error) {
+    if (error instanceof AttentionError) throw error;
+    console.warn(`${error.message}; using one thread (the SIMD build) instead.`);
+    return { build: 'simd', wasm: await instantiate('simd', { threads: 1, wasmBaseUrl, wasmBinary }) };
+  }
 }

@@ -53,6 +53,63 @@ test('the tarball holds the built API and nothing else', async () => {
   assert.ok(types.size > 0, 'dist/index.d.mts is not empty');
 });
 
+// Exactly what users download: the bundle, its types, the three builds and their glue, the pthread
+// worker (with the package.json that keeps it CommonJS), and the four top-level files.
+const EXPECTED_FILES = [
+  'CHANGELOG.md',
+  'LICENSE',
+  'README.md',
+  'dist/attention-scalar.mjs',
+  'dist/attention-scalar.wasm',
+  'dist/attention-simd.mjs',
+  'dist/attention-simd.wasm',
+  'dist/attention-threads.mjs',
+  'dist/attention-threads.wasm',
+  'dist/attention-threads.worker.js',
+  'dist/index.d.mts',
+  'dist/index.mjs',
+  'dist/package.json',
+  'package.json',
+];
+
+// The budget for the gzipped tarball (KB = 1000 bytes). README states the current size.
+const TARBALL_BUDGET = 300_000;
+
+test('npm pack --dry-run lists exactly the expected files: no tests, fixtures, sources, bench, examples or build trees', async () => {
+  const { stdout } = await run('npm', ['pack', '--dry-run', '--json'], { cwd: REPO_ROOT, env: NPM_ENV });
+  const [dryRun] = JSON.parse(stdout);
+  const files = dryRun.files.map((f) => f.path).toSorted();
+  for (const file of files) {
+    assert.doesNotMatch(file, /^(src|tests|bench|examples|build|bindings|web|scripts|node_modules|test-results)\//, `${file} must not be packed`);
+    assert.doesNotMatch(file, /\.(cpp|h|ts|py|json\.gz)$|(^|\/)fixtures\//, `${file} must not be packed`);
+  }
+  assert.deepEqual(files, EXPECTED_FILES);
+  assert.deepEqual(packed.files.map((f) => f.path).toSorted(), EXPECTED_FILES, 'npm pack packs what --dry-run lists');
+});
+
+test(`the tarball is under ${TARBALL_BUDGET / 1000} KB`, (t) => {
+  const sizes = Object.fromEntries(packed.files.map((f) => [f.path, f.size]));
+  t.diagnostic(`tarball ${packed.size} bytes (gzipped), ${packed.unpackedSize} unpacked; ${JSON.stringify(sizes)}`);
+  assert.ok(packed.size <= TARBALL_BUDGET, `tarball is ${packed.size} bytes, budget ${TARBALL_BUDGET}`);
+});
+
+test('package.json describes a real ESM package', async () => {
+  const manifest = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8'));
+  assert.equal(manifest.type, 'module');
+  assert.deepEqual(manifest.exports['.'], { types: './dist/index.d.mts', import: './dist/index.mjs' });
+  assert.deepEqual(Object.keys(manifest.exports['.']), ['types', 'import'], '"types" comes first, as TypeScript requires');
+  assert.equal(manifest.sideEffects, false);
+  assert.equal(manifest.license, 'MIT');
+  assert.match(manifest.engines.node, />=\s*20/);
+  assert.ok(manifest.keywords.length >= 5, 'keywords');
+  const license = await readFile(join(REPO_ROOT, 'LICENSE'), 'utf8');
+  assert.match(license, /^MIT License/);
+  assert.match(license, /Copyright \(c\) \d{4} attention-wasm contributors/);
+  const changelog = await readFile(join(REPO_ROOT, 'CHANGELOG.md'), 'utf8');
+  assert.match(changelog, /Keep a Changelog/);
+  assert.match(changelog, /^## \[Unreleased\]/m);
+});
+
 test('a fresh project installs the tarball and computes attention', { timeout: 60_000 }, async () => {
   const project = join(workDir, 'consumer');
   await mkdir(project);

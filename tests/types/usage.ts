@@ -1,0 +1,201 @@
+// Every public API, called as a strict TypeScript user would. This file is type-checked, never run:
+// `npx tsc -p tests/types` (tests/js/types.test.js). Wrong calls live in errors.ts.
+import {
+  AttentionError,
+  init,
+  type AdditiveAttention,
+  type Attention,
+  type AttentionErrorCode,
+  type AttentionResult,
+  type BoolMask,
+  type BuildName,
+  type Features,
+  type FloatMask,
+  type InitOptions,
+  type Mask,
+  type MultiheadAttention,
+  type MultiheadAttentionForwardOptions,
+  type RelativeMultiHeadAttention,
+  type ResultTensor,
+  type SdpaOptions,
+  type SelfAttention,
+  type StateDict,
+  type Stats,
+  type Tensor,
+} from 'attention-wasm';
+
+const tensor = (shape: readonly number[], fill = 0.5): Tensor => ({
+  shape,
+  data: new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(fill),
+});
+
+// ---- init and its options -------------------------------------------------------------------
+const attn: Attention = await init();
+await init({});
+await init({ threads: 2 });
+await init({ simd: false });
+await init({ wasmBaseUrl: '/static/wasm/' });
+await init({ wasmBaseUrl: new URL('https://cdn.example.com/attention-wasm/') });
+const bytes = new Uint8Array(8);
+await init({ wasmBinary: bytes });
+await init({ wasmBinary: bytes.buffer });
+await init({ wasmBinary: { simd: bytes, scalar: bytes.buffer, threads: bytes } });
+await init({ wasmBinary: { scalar: bytes } });
+const options: InitOptions = { threads: 4, simd: true, wasmBaseUrl: 'https://cdn.example.com/', wasmBinary: { simd: bytes } };
+await init(options);
+const build: BuildName = attn.features.threads > 1 ? 'threads' : attn.features.simd ? 'simd' : 'scalar';
+
+const features: Readonly<Features> = attn.features;
+const simd: boolean = features.simd;
+const threads: number = features.threads;
+const version: string = features.version;
+
+const stats: Stats = attn.stats();
+const heapBytes: number = stats.wasmHeapBytes;
+const live: number = stats.liveObjects;
+
+// ---- scaledDotProductAttention --------------------------------------------------------------
+const q = tensor([2, 4, 8]);
+const k = tensor([2, 6, 8]);
+const v = tensor([2, 6, 16]);
+
+// Without needWeights, weights are null (typed so); with needWeights: true, a tensor.
+const streaming: AttentionResult<null> = attn.scaledDotProductAttention(q, k, v);
+const out: ResultTensor = streaming.output;
+const outShape: number[] = out.shape;
+const nothing: null = streaming.weights;
+const withWeights = attn.scaledDotProductAttention(q, k, v, { needWeights: true });
+const weightsShape: number[] = withWeights.weights.shape;
+const weightsData: Float32Array = withWeights.weights.data;
+
+const boolMask: Mask = { data: new Uint8Array(4 * 6).fill(1), shape: [4, 6] }; // 1 = may attend
+const floatMask: Mask = { data: new Float32Array(2 * 4 * 6), shape: [2, 4, 6] }; // additive
+attn.scaledDotProductAttention(q, k, v, {
+  attnMask: boolMask,
+  isCausal: true,
+  scale: 0.125,
+  dropoutP: 0.1,
+  seed: 42,
+  needWeights: false,
+});
+attn.scaledDotProductAttention(q, k, v, { attnMask: floatMask });
+attn.scaledDotProductAttention(q, k, v, { attnMask: null });
+// Options held in a variable: weights may be null, so they are checked.
+const sdpaOptions: SdpaOptions = { needWeights: Math.random() > 0.5 };
+const maybe = attn.scaledDotProductAttention(q, k, v, sdpaOptions);
+if (maybe.weights !== null) console.log(maybe.weights.shape);
+const maybeShape: number[] | undefined = maybe.weights?.shape;
+// A shape written `as const` is accepted.
+attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);
+
+// ---- masks ------------------------------------------------------------------------------------
+const causal: BoolMask = attn.masks.causal(4);
+const causalRect: BoolMask = attn.masks.causal(4, 6);
+const causalBytes: Uint8Array = causal.data;
+const padding: BoolMask = attn.masks.keyPadding([6, 3], 6);
+attn.masks.keyPadding(new Int32Array([6, 3]), 6);
+const padding2d: BoolMask = attn.masks.padding2d([4, 2], 4);
+const merged: FloatMask = attn.masks.merge(causalRect, padding, 2);
+const mergedNoAttn: FloatMask = attn.masks.merge(null, padding, 2);
+const mergedData: Float32Array = merged.data;
+
+// ---- MultiheadAttention ---------------------------------------------------------------------
+const mha: MultiheadAttention = new attn.MultiheadAttention(8, 2);
+new attn.MultiheadAttention(8, 2, {
+  bias: false,
+  addBiasKV: true,
+  addZeroAttn: true,
+  kdim: 4,
+  vdim: 6,
+  batchFirst: true,
+  dropout: 0.1,
+  seed: 7,
+}).dispose();
+const E = mha.embedDim;
+const stateDict: StateDict = {
+  in_proj_weight: tensor([3 * E, E]),
+  in_proj_bias: tensor([3 * E]),
+  'out_proj.weight': tensor([E, E]),
+  'out_proj.bias': tensor([E]),
+};
+const asMap: StateDict = new Map(Object.entries(stateDict));
+const loaded: MultiheadAttention = mha.loadStateDict(stateDict).loadStateDict(asMap);
+const x = tensor([4, 2, 8]); // (L, N, E)
+const self = mha.forward(x); // key = value = query; weights by default
+const avgShape: number[] = self.weights.shape; // [N, n, m]
+mha.forward(x, x);
+mha.forward(x, null, null, { averageAttnWeights: false });
+mha.forward(x, x, x, {
+  keyPaddingMask: attn.masks.keyPadding([4, 2], 4), // 1 = padding
+  attnMask: attn.masks.causal(4), // 1 = not allowed
+  needWeights: true,
+  averageAttnWeights: true,
+  isCausal: true,
+  seed: 3,
+});
+const noWeights: AttentionResult<null> = mha.forward(x, x, x, { needWeights: false });
+const mhaOptions: MultiheadAttentionForwardOptions = { isCausal: true };
+const mhaMaybe: AttentionResult = mha.forward(x, undefined, undefined, mhaOptions);
+mhaMaybe.weights?.data.at(0);
+const readOnly: [number, number, boolean, boolean, boolean, number, number, boolean, number] = [
+  mha.embedDim, mha.numHeads, mha.bias, mha.addBiasKV, mha.addZeroAttn, mha.kdim, mha.vdim, mha.batchFirst, mha.dropout,
+];
+const training: boolean = mha.train().training;
+mha.train(false).eval();
+mha.dispose();
+mha[Symbol.dispose]();
+
+// `using` frees the module at the end of the block.
+{
+  using scoped = new attn.MultiheadAttention(8, 2);
+  scoped.eval();
+}
+
+// ---- SelfAttention, AdditiveAttention, RelativeMultiHeadAttention ------------------------------
+const sa: SelfAttention = new attn.SelfAttention(8, 4, 6, { dropout: 0, seed: 1 });
+sa.loadStateDict({ 'W_q.weight': tensor([4, 8]), 'W_k.weight': tensor([4, 8]), 'W_v.weight': tensor([6, 8]) });
+const saResult = sa.forward(tensor([2, 5, 8]), { attnMask: attn.masks.padding2d([5, 3], 5), seed: 2 }); // 1 = masked out
+const saWeights: number[] = saResult.weights.shape; // always returned: [N, L, L]
+sa.forward(tensor([2, 5, 8]));
+const saSizes: number[] = [sa.embedDim, sa.keySize, sa.valueSize, sa.dropout];
+
+const add: AdditiveAttention = new attn.AdditiveAttention(8, 6, 10);
+add.loadStateDict({ 'W_q.weight': tensor([10, 8]), 'W_k.weight': tensor([10, 6]), 'W_v.weight': tensor([1, 10]) });
+const addResult = add.forward(tensor([2, 3, 8]), tensor([2, 5, 6]), tensor([2, 5, 4]), {
+  attnMask: { data: new Uint8Array(5), shape: [1, 1, 5] }, // 1 = masked out
+});
+addResult.weights.data.fill(0);
+const addSizes: number[] = [add.querySize, add.keySize, add.hiddenSize, add.dropout];
+
+const rel: RelativeMultiHeadAttention = new attn.RelativeMultiHeadAttention(2, 8, { P: 16, dropout: 0.1, seed: 5 });
+new attn.RelativeMultiHeadAttention(2, 8).dispose();
+rel.loadStateDict(new Map<string, Tensor>([['output.bias', tensor([8])]]));
+const relResult = rel.forward(tensor([3, 2, 8]), tensor([5, 2, 8]), tensor([5, 2, 8]), {
+  mask: { data: new Uint8Array(3 * 5).fill(1), shape: [3, 5, 1] }, // 0 = masked out
+  seed: 9,
+});
+const relWeights: number[] = relResult.weights.shape; // [n, m, B, heads]
+const relSizes: number[] = [rel.heads, rel.dModel, rel.P, rel.dropout];
+for (const module of [sa, add, rel]) module.dispose();
+
+// ---- AttentionError ---------------------------------------------------------------------------
+try {
+  attn.scaledDotProductAttention(q, tensor([2, 7, 32]), v);
+} catch (error) {
+  if (error instanceof AttentionError) {
+    const name: 'AttentionError' = error.name;
+    const argument: string = error.argument;
+    const expected: string = error.expected;
+    const got: string = error.got;
+    const code: AttentionErrorCode = error.code;
+    const message: string = error.message;
+    const isError: Error = error;
+    console.log(name, argument, expected, got, code, message, isError);
+  }
+}
+const custom = new AttentionError('query', '[n, d]', '[n]', { code: 'INVALID_ARGUMENT' });
+if (custom.code === 'OUT_OF_MEMORY') console.log('out of memory');
+
+console.log(build, simd, threads, version, heapBytes, live, outShape, nothing, weightsShape, weightsData, maybeShape,
+  causalBytes, padding2d, mergedNoAttn, mergedData, loaded, avgShape, noWeights, readOnly, training, saWeights, saSizes,
+  addSizes, relWeights, relSizes);
