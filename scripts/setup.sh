@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and tests need, when missing. Idempotent and silent when
-# everything is there; as root it installs, otherwise it says what to install and fails.
+# Installs what the build and tests need, when missing: the npm dev dependencies, then the Debian
+# packages. Idempotent and silent when everything is there; as root it installs Debian packages,
+# otherwise it says what to install and fails.
 # (python3-torch is only for regenerating fixtures: see tests/fixtures/generate.py.)
 set -euo pipefail
+
+# npm dev dependencies (esbuild, playwright-core, typescript, wasm-feature-detect): installed when
+# node_modules is missing or older than package-lock.json.
+cd "$(dirname "$0")/.."
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing npm dev dependencies (npm ci)..."
+  npm ci --no-audit --no-fund --loglevel=error
+fi
 
 missing=()
 command -v em++ >/dev/null 2>&1 || missing+=(emscripten)
