@@ -54,6 +54,27 @@ inline v128_t exp_f32x4(v128_t x) {
   return wasm_v128_andnot(wasm_f32x4_mul(y, two_to_n), underflow);
 }
 
+// exp(x) for x <= 0 (softmax's x - max), as XNNPACK's f32 raddstoreexpminusmax wasmsimd rr2-p5:
+// the magic bias rounds x·log2(e) to an integer n inside the float's mantissa, a shift makes 2^n
+// from it, and a degree-5 polynomial covers the rest. No floor and no float-to-int conversion,
+// which V8 lowers to long sequences on x86-64: twice as fast as exp_f32x4. Below -87.3 the result
+// is exactly 0 (so exp(-inf) = 0); NaN stays NaN.
+inline v128_t exp_nonpositive_f32x4(v128_t x) {
+  const v128_t magic_bias = wasm_f32x4_splat(0x1.8000FEp23f);
+  v128_t n = madd(magic_bias, x, wasm_f32x4_splat(0x1.715476p+0f));
+  const v128_t two_to_n = wasm_i32x4_shl(n, 23);
+  n = wasm_f32x4_sub(n, magic_bias);
+  v128_t t = madd(x, n, wasm_f32x4_splat(-0x1.62E400p-1f));
+  t = madd(t, n, wasm_f32x4_splat(-0x1.7F7D1Cp-20f));
+  v128_t p = madd(wasm_f32x4_splat(0x1.573A1Ap-5f), wasm_f32x4_splat(0x1.0F9F9Cp-7f), t);
+  p = madd(wasm_f32x4_splat(0x1.555A80p-3f), p, t);
+  p = madd(wasm_f32x4_splat(0x1.FFFDC6p-2f), p, t);
+  p = madd(wasm_f32x4_splat(0x1.FFFFF6p-1f), p, t);
+  t = wasm_f32x4_mul(t, two_to_n);
+  const v128_t f = madd(two_to_n, t, p);
+  return wasm_v128_andnot(f, wasm_f32x4_lt(x, wasm_f32x4_splat(-0x1.5D589Ep6f)));
+}
+
 // tanh(x) = 1 - 2 / (exp(2x) + 1): exact limits ±1 (exp saturates or underflows to 0), absolute
 // error ~1e-7 near 0, and NaN propagates.
 inline v128_t tanh_f32x4(v128_t x) {
@@ -229,14 +250,14 @@ float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scal
   return horizontal_max(vmax);
 }
 
-float exp_sum__wasmsimd_p5(float* s, size_t n, float max) {
+float exp_sum__wasmsimd_rr2_p5(float* s, size_t n, float max) {
   const v128_t vmax = wasm_f32x4_splat(max);
   // Two accumulators hide the latency of the adds.
   v128_t sum0 = wasm_f32x4_splat(0.0f), sum1 = wasm_f32x4_splat(0.0f);
   size_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    const v128_t e0 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j), vmax));
-    const v128_t e1 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j + 4), vmax));
+    const v128_t e0 = exp_nonpositive_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j), vmax));
+    const v128_t e1 = exp_nonpositive_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j + 4), vmax));
     wasm_v128_store(s + j, e0);
     wasm_v128_store(s + j + 4, e1);
     sum0 = wasm_f32x4_add(sum0, e0);
@@ -247,8 +268,8 @@ float exp_sum__wasmsimd_p5(float* s, size_t n, float max) {
     const size_t rest = n - j;
     std::fill(tail, tail + 8, -std::numeric_limits<float>::infinity());
     std::copy(s + j, s + n, tail);
-    const v128_t e0 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail), vmax));
-    const v128_t e1 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(tail + 4), vmax));
+    const v128_t e0 = exp_nonpositive_f32x4(wasm_f32x4_sub(wasm_v128_load(tail), vmax));
+    const v128_t e1 = exp_nonpositive_f32x4(wasm_f32x4_sub(wasm_v128_load(tail + 4), vmax));
     wasm_v128_store(tail, e0);
     wasm_v128_store(tail + 4, e1);
     std::copy(tail, tail + rest, s + j);
@@ -293,7 +314,7 @@ const KernelSet kWasmSimdKernels = {
     gemm_nt_2x4__wasmsimd,
     gemm_nn_4x8__wasmsimd_splat,
     scale_bias_max__wasmsimd,
-    exp_sum__wasmsimd_p5,
+    exp_sum__wasmsimd_rr2_p5,
     scale__wasmsimd,
     gemm_packed_4x8__wasmsimd_splat,
     tanh_scores__wasmsimd,
