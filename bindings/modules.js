@@ -123,6 +123,31 @@ function forward(state, shapeEntries, check, inputs, run) {
   return { output, weights };
 }
 
+// forward() of a module that takes query, key, value and one mask option, and whose Embind pair is
+// check(handle, shapes, maskType) and run(handle, shapes, q, k, v, maskType, mask, seed, out, w).
+// `patterns` describe the four shapes for errors; `prepareMask` adapts the mask's polarity.
+function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, prepareMask = (m) => m, check, run }) {
+  const state = live(module);
+  checkTensor(query, 'query');
+  checkTensor(key, 'key');
+  checkTensor(value, 'value');
+  opts = checkOptions(opts, [maskOption, 'seed']);
+  const mask = prepareMask(checkMask(opts[maskOption], maskOption));
+  const seed = nextSeed(state, opts.seed);
+  return forward(
+    state,
+    [
+      [query.shape, 'query', patterns[0]],
+      [key.shape, 'key', patterns[1]],
+      [value.shape, 'value', patterns[2]],
+      [mask ? mask.shape : [], maskOption, patterns[3]],
+    ],
+    (shapes) => check(state.handle, shapes, maskType(mask)),
+    [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, maskOption]],
+    (shapes, [q, k, v, m], out, w) => run(state.handle, shapes, q, k, v, maskType(mask), m, seed, out, w),
+  );
+}
+
 // Relative attention reads any mask as 0 = masked, nonzero = keep: a float mask becomes bytes.
 function asKeepBytes(mask) {
   if (!mask || mask.data instanceof Uint8Array) return mask;
@@ -236,25 +261,12 @@ export function createModuleClasses(runtime) {
 
     /** query [N, n, dq], key [N, m, dk], value [N, m, dv]; attnMask broadcastable to [N, n, m], 1 = masked out. */
     forward(query, key, value, opts) {
-      const state = live(this);
-      checkTensor(query, 'query');
-      checkTensor(key, 'key');
-      checkTensor(value, 'value');
-      opts = checkOptions(opts, ['attnMask', 'seed']);
-      const mask = checkMask(opts.attnMask, 'attnMask');
-      const seed = nextSeed(state, opts.seed);
-      return forward(
-        state,
-        [
-          [query.shape, 'query', '[N, n, querySize]'],
-          [key.shape, 'key', '[N, m, keySize]'],
-          [value.shape, 'value', '[N, m, dv]'],
-          [mask ? mask.shape : [], 'attnMask', 'broadcastable to [N, n, m]'],
-        ],
-        (shapes) => wasm._additiveCheck(state.handle, shapes, maskType(mask)),
-        [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'attnMask']],
-        (shapes, [q, k, v, m], out, w) => wasm._additiveForward(state.handle, shapes, q, k, v, maskType(mask), m, seed, out, w),
-      );
+      return forwardWithMask(this, [query, key, value], opts, {
+        maskOption: 'attnMask',
+        patterns: ['[N, n, querySize]', '[N, m, keySize]', '[N, m, dv]', 'broadcastable to [N, n, m]'],
+        check: (...args) => wasm._additiveCheck(...args),
+        run: (...args) => wasm._additiveForward(...args),
+      });
     }
   }
 
@@ -273,25 +285,13 @@ export function createModuleClasses(runtime) {
 
     /** query [n, B, dModel], key and value [m, B, dModel]; mask [n|1, m, B|1], 0 = masked out. */
     forward(query, key, value, opts) {
-      const state = live(this);
-      checkTensor(query, 'query');
-      checkTensor(key, 'key');
-      checkTensor(value, 'value');
-      opts = checkOptions(opts, ['mask', 'seed']);
-      const mask = asKeepBytes(checkMask(opts.mask, 'mask'));
-      const seed = nextSeed(state, opts.seed);
-      return forward(
-        state,
-        [
-          [query.shape, 'query', '[n, B, dModel]'],
-          [key.shape, 'key', '[m, B, dModel]'],
-          [value.shape, 'value', '[m, B, dModel]'],
-          [mask ? mask.shape : [], 'mask', '[n or 1, m, B or 1]'],
-        ],
-        (shapes) => wasm._relativeCheck(state.handle, shapes, maskType(mask)),
-        [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'mask']],
-        (shapes, [q, k, v, m], out, w) => wasm._relativeForward(state.handle, shapes, q, k, v, maskType(mask), m, seed, out, w),
-      );
+      return forwardWithMask(this, [query, key, value], opts, {
+        maskOption: 'mask',
+        patterns: ['[n, B, dModel]', '[m, B, dModel]', '[m, B, dModel]', '[n or 1, m, B or 1]'],
+        prepareMask: asKeepBytes,
+        check: (...args) => wasm._relativeCheck(...args),
+        run: (...args) => wasm._relativeForward(...args),
+      });
     }
   }
 
