@@ -201,43 +201,30 @@ val additive_create(double query_size, double key_size, double hidden_size, doub
                                                                        static_cast<float>(dropout)});
 }
 
-// Slots: query, key, value, attnMask (boolean 1 = masked out).
-val additive_check(uintptr_t handle, uintptr_t shapes, int mask_type) {
+// Modules whose check_forward and forward take (query, key, value, mask[, seed]): AdditiveAttention
+// (boolean 1 = masked out) and RelativeMultiHeadAttention (boolean 0 = masked out).
+// Slots: query, key, value, mask.
+template <class Module, bool kTrueMeansMasked>
+val check_with_mask(uintptr_t handle, uintptr_t shapes, int mask_type) {
   attn::Shape output, weights;
-  const attn::Status s = as<attn::AdditiveAttention>(handle)->check_forward(
-      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2), read_mask(shapes, 3, mask_type, 0, true),
-      &output, &weights);
+  const attn::Status s = as<Module>(handle)->check_forward(
+      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2),
+      read_mask(shapes, 3, mask_type, 0, kTrueMeansMasked), &output, &weights);
   return s.ok() ? shapes_to_js(output, weights) : to_js(s);
 }
 
-val additive_forward(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
-                     int mask_type, uintptr_t mask, double seed, uintptr_t output, uintptr_t weights) {
-  return to_js(as<attn::AdditiveAttention>(handle)->forward(
+template <class Module, bool kTrueMeansMasked>
+val forward_with_mask(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
+                      int mask_type, uintptr_t mask, double seed, uintptr_t output, uintptr_t weights) {
+  return to_js(as<Module>(handle)->forward(
       read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value),
-      read_mask(shapes, 3, mask_type, mask, true), static_cast<uint64_t>(seed), reinterpret_cast<float*>(output),
-      reinterpret_cast<float*>(weights)));
+      read_mask(shapes, 3, mask_type, mask, kTrueMeansMasked), static_cast<uint64_t>(seed),
+      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
 }
 
 val relative_create(double heads, double d_model, double P, double dropout) {
   return create<attn::RelativeMultiHeadAttention>(attn::RelativeAttentionConfig{
       static_cast<int64_t>(heads), static_cast<int64_t>(d_model), static_cast<int64_t>(P), static_cast<float>(dropout)});
-}
-
-// Slots: query, key, value, mask (boolean 0 = masked out).
-val relative_check(uintptr_t handle, uintptr_t shapes, int mask_type) {
-  attn::Shape output, weights;
-  const attn::Status s = as<attn::RelativeMultiHeadAttention>(handle)->check_forward(
-      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2), read_mask(shapes, 3, mask_type, 0, false),
-      &output, &weights);
-  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
-}
-
-val relative_forward(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
-                     int mask_type, uintptr_t mask, double seed, uintptr_t output, uintptr_t weights) {
-  return to_js(as<attn::RelativeMultiHeadAttention>(handle)->forward(
-      read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value),
-      read_mask(shapes, 3, mask_type, mask, false), static_cast<uint64_t>(seed), reinterpret_cast<float*>(output),
-      reinterpret_cast<float*>(weights)));
 }
 
 // ---- masks.merge ---------------------------------------------------------------------------
@@ -276,11 +263,11 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_selfAttentionCheck", &self_attention_check);
   function("_selfAttentionForward", &self_attention_forward);
   function("_additiveCreate", &additive_create);
-  function("_additiveCheck", &additive_check);
-  function("_additiveForward", &additive_forward);
+  function("_additiveCheck", &check_with_mask<attn::AdditiveAttention, true>);
+  function("_additiveForward", &forward_with_mask<attn::AdditiveAttention, true>);
   function("_relativeCreate", &relative_create);
-  function("_relativeCheck", &relative_check);
-  function("_relativeForward", &relative_forward);
+  function("_relativeCheck", &check_with_mask<attn::RelativeMultiHeadAttention, false>);
+  function("_relativeForward", &forward_with_mask<attn::RelativeMultiHeadAttention, false>);
   function("_mergeCheck", &merge_check);
   function("_merge", &merge);
 }
