@@ -27,6 +27,11 @@ function checkSeed(value, argument = 'seed') {
   return checkNumber(value, argument, { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
 }
 
+// The options every module constructor takes: dropout (default 0) and the dropout seed (default 0).
+function checkModuleOptions(opts) {
+  return { dropout: checkDropout(opts.dropout), seed: opts.seed === undefined ? 0 : checkSeed(opts.seed) };
+}
+
 // The handle of a module that is still alive.
 function live(module) {
   const state = internals.get(module);
@@ -163,6 +168,7 @@ export function createModuleClasses(runtime) {
       checkSize(embedDim, 'embedDim');
       checkSize(numHeads, 'numHeads');
       opts = checkOptions(opts, ['bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim', 'batchFirst', 'dropout', 'seed']);
+      const { dropout, seed } = checkModuleOptions(opts);
       const config = {
         embedDim,
         numHeads,
@@ -172,9 +178,8 @@ export function createModuleClasses(runtime) {
         kdim: opts.kdim === undefined ? embedDim : checkSize(opts.kdim, 'kdim'),
         vdim: opts.vdim === undefined ? embedDim : checkSize(opts.vdim, 'vdim'),
         batchFirst: checkBoolean(opts.batchFirst, 'batchFirst', false),
-        dropout: checkDropout(opts.dropout),
+        dropout,
       };
-      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
       const c = config;
       const handle = wasm._mhaCreate(c.embedDim, c.numHeads, c.bias, c.addBiasKV, c.addZeroAttn, c.kdim, c.vdim, c.batchFirst, c.dropout);
       super(runtime, 'MultiheadAttention', handle, seed);
@@ -223,8 +228,7 @@ export function createModuleClasses(runtime) {
       checkSize(keySize, 'keySize');
       checkSize(valueSize, 'valueSize');
       opts = checkOptions(opts, ['dropout', 'seed']);
-      const dropout = checkDropout(opts.dropout);
-      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
+      const { dropout, seed } = checkModuleOptions(opts);
       super(runtime, 'SelfAttention', wasm._selfAttentionCreate(embedDim, keySize, valueSize, dropout), seed);
       expose(this, { embedDim, keySize, valueSize, dropout });
     }
@@ -253,8 +257,7 @@ export function createModuleClasses(runtime) {
       checkSize(keySize, 'keySize');
       checkSize(hiddenSize, 'hiddenSize');
       opts = checkOptions(opts, ['dropout', 'seed']);
-      const dropout = checkDropout(opts.dropout);
-      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
+      const { dropout, seed } = checkModuleOptions(opts);
       super(runtime, 'AdditiveAttention', wasm._additiveCreate(querySize, keySize, hiddenSize, dropout), seed);
       expose(this, { querySize, keySize, hiddenSize, dropout });
     }
@@ -277,8 +280,7 @@ export function createModuleClasses(runtime) {
       checkSize(dModel, 'dModel');
       opts = checkOptions(opts, ['P', 'dropout', 'seed']);
       const P = opts.P === undefined ? 4096 : checkSize(opts.P, 'P');
-      const dropout = checkDropout(opts.dropout);
-      const seed = opts.seed === undefined ? 0 : checkSeed(opts.seed);
+      const { dropout, seed } = checkModuleOptions(opts);
       super(runtime, 'RelativeMultiHeadAttention', wasm._relativeCreate(heads, dModel, P, dropout), seed);
       expose(this, { heads, dModel, P, dropout });
     }
