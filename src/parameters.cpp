@@ -47,14 +47,7 @@ Status Parameters::load(const std::vector<NamedTensor>& state_dict) {
       std::memcpy(fresh[index].data(), given.tensor.data, static_cast<size_t>(given.tensor.shape.numel()) * sizeof(float));
   }
   for (size_t i = 0; i < entries_.size(); ++i) entries_[i].values = std::move(fresh[i]);
-  loaded_ = true;
   return Status::success();
-}
-
-int64_t Parameters::bytes() const {
-  int64_t total = 0;
-  for (const Entry& e : entries_) total += e.shape.numel() * 4;
-  return total;
 }
 
 }  // namespace attn

@@ -24,11 +24,9 @@ class Parameters {
   // Copies every declared entry from `state_dict`. On error nothing changes.
   Status load(const std::vector<NamedTensor>& state_dict);
 
-  bool loaded() const { return loaded_; }
   const float* get(int index) const { return entries_[index].values.data(); }
   float* get(int index) { return entries_[index].values.data(); }
   const Shape& shape(int index) const { return entries_[index].shape; }
-  int64_t bytes() const;
 
  private:
   struct Entry {
@@ -39,7 +37,6 @@ class Parameters {
   std::string names() const;
 
   std::vector<Entry> entries_;
-  bool loaded_ = false;
 };
 
 }  // namespace attn
