@@ -201,24 +201,25 @@ val additive_create(double query_size, double key_size, double hidden_size, doub
                                                                        static_cast<float>(dropout)});
 }
 
-// Modules whose check_forward and forward take (query, key, value, mask[, seed]): AdditiveAttention
-// (boolean 1 = masked out) and RelativeMultiHeadAttention (boolean 0 = masked out).
-// Slots: query, key, value, mask.
-template <class Module, bool kTrueMeansMasked>
-val check_with_mask(uintptr_t handle, uintptr_t shapes, int mask_type) {
+// Modules whose check_forward and forward take (query, key, value, mask[, seed], options...):
+// AdditiveAttention (boolean 1 = masked out) and RelativeMultiHeadAttention (boolean 0 = masked
+// out; its option says whether the weights come heads first). Slots: query, key, value, mask.
+template <class Module, bool kTrueMeansMasked, class... Options>
+val check_with_mask(uintptr_t handle, uintptr_t shapes, int mask_type, Options... options) {
   attn::Shape output, weights;
   const attn::Status s = as<Module>(handle)->check_forward(
       read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2),
-      read_mask(shapes, 3, mask_type, 0, kTrueMeansMasked), &output, &weights);
+      read_mask(shapes, 3, mask_type, 0, kTrueMeansMasked), options..., &output, &weights);
   return s.ok() ? shapes_to_js(output, weights) : to_js(s);
 }
 
-template <class Module, bool kTrueMeansMasked>
+template <class Module, bool kTrueMeansMasked, class... Options>
 val forward_with_mask(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
-                      int mask_type, uintptr_t mask, double seed, uintptr_t output, uintptr_t weights) {
+                      int mask_type, uintptr_t mask, double seed, Options... options, uintptr_t output,
+                      uintptr_t weights) {
   return to_js(as<Module>(handle)->forward(
       read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value),
-      read_mask(shapes, 3, mask_type, mask, kTrueMeansMasked), static_cast<uint64_t>(seed),
+      read_mask(shapes, 3, mask_type, mask, kTrueMeansMasked), static_cast<uint64_t>(seed), options...,
       reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
 }
 
@@ -266,8 +267,8 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_additiveCheck", &check_with_mask<attn::AdditiveAttention, true>);
   function("_additiveForward", &forward_with_mask<attn::AdditiveAttention, true>);
   function("_relativeCreate", &relative_create);
-  function("_relativeCheck", &check_with_mask<attn::RelativeMultiHeadAttention, false>);
-  function("_relativeForward", &forward_with_mask<attn::RelativeMultiHeadAttention, false>);
+  function("_relativeCheck", &check_with_mask<attn::RelativeMultiHeadAttention, false, bool>);
+  function("_relativeForward", &forward_with_mask<attn::RelativeMultiHeadAttention, false, bool>);
   function("_mergeCheck", &merge_check);
   function("_merge", &merge);
 }

@@ -254,6 +254,12 @@ export interface RelativeMultiHeadAttentionForwardOptions {
    * `Float32Array` is read the same way, not added). Default: none.
    */
   mask?: Mask | null;
+  /**
+   * How the weights are laid out: `'nmBH'` is labml's `[n, m, B, heads]` (the default);
+   * `'BHnm'` gives `[B, heads, n, m]`, one `n × m` plane per head, as MultiheadAttention's
+   * per-head weights (the form heatmaps and per-head views read without a transpose).
+   */
+  weightsLayout?: 'nmBH' | 'BHnm';
   /** Dropout seed for this call (training mode only). Default: the module's seed, advanced per call. */
   seed?: number;
 }
@@ -300,7 +306,7 @@ export interface RelativeMultiHeadAttention extends AttentionModule {
   readonly dropout: number;
   /**
    * query `[n, B, dModel]`, key and value `[m, B, dModel]` -> output `[n, B, dModel]`, weights
-   * `[n, m, B, heads]`.
+   * `[n, m, B, heads]` (or `[B, heads, n, m]` with `weightsLayout: 'BHnm'`).
    */
   forward(query: Tensor, key: Tensor, value: Tensor, opts?: RelativeMultiHeadAttentionForwardOptions): AttentionResult<ResultTensor>;
 }

@@ -1,7 +1,7 @@
 // The attention modules: PyTorch-style classes over core objects held in wasm memory. Each
 // instance of init() gets its own classes, bound to its own wasm instance.
 import { AttentionError, describe } from './errors.js';
-import { checkBoolean, checkMask, checkNumber, checkOptions, checkTensor, MAX_DIM } from './validate.js';
+import { checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkTensor, MAX_DIM } from './validate.js';
 import { maskType, throwIfFailed } from './runtime.js';
 
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -129,15 +129,17 @@ function forward(state, shapeEntries, check, inputs, run) {
 }
 
 // forward() of a module that takes query, key, value and one mask option, and whose Embind pair is
-// check(handle, shapes, maskType) and run(handle, shapes, q, k, v, maskType, mask, seed, out, w).
+// check(handle, shapes, maskType, ...extra) and run(handle, shapes, q, k, v, maskType, mask, seed,
+// ...extra, out, w), where `extra` are what `readOptions` makes of the options named in `options`.
 // `patterns` describe the four shapes for errors; `prepareMask` adapts the mask's polarity.
-function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, prepareMask = (m) => m, check, run }) {
+function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, prepareMask = (m) => m, options = [], readOptions = () => [], check, run }) {
   const state = live(module);
   checkTensor(query, 'query');
   checkTensor(key, 'key');
   checkTensor(value, 'value');
-  opts = checkOptions(opts, [maskOption, 'seed']);
+  opts = checkOptions(opts, [maskOption, ...options, 'seed']);
   const mask = prepareMask(checkMask(opts[maskOption], maskOption));
+  const extra = readOptions(opts);
   const seed = nextSeed(state, opts.seed);
   return forward(
     state,
@@ -147,9 +149,9 @@ function forwardWithMask(module, [query, key, value], opts, { maskOption, patter
       [value.shape, 'value', patterns[2]],
       [mask ? mask.shape : [], maskOption, patterns[3]],
     ],
-    (shapes) => check(state.handle, shapes, maskType(mask)),
+    (shapes) => check(state.handle, shapes, maskType(mask), ...extra),
     [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, maskOption]],
-    (shapes, [q, k, v, m], out, w) => run(state.handle, shapes, q, k, v, maskType(mask), m, seed, out, w),
+    (shapes, [q, k, v, m], out, w) => run(state.handle, shapes, q, k, v, maskType(mask), m, seed, ...extra, out, w),
   );
 }
 
@@ -285,12 +287,17 @@ export function createModuleClasses(runtime) {
       expose(this, { heads, dModel, P, dropout });
     }
 
-    /** query [n, B, dModel], key and value [m, B, dModel]; mask [n|1, m, B|1], 0 = masked out. */
+    /**
+     * query [n, B, dModel], key and value [m, B, dModel]; mask [n|1, m, B|1], 0 = masked out.
+     * weightsLayout 'nmBH' (labml's [n, m, B, heads], the default) or 'BHnm' ([B, heads, n, m]).
+     */
     forward(query, key, value, opts) {
       return forwardWithMask(this, [query, key, value], opts, {
         maskOption: 'mask',
         patterns: ['[n, B, dModel]', '[m, B, dModel]', '[m, B, dModel]', '[n or 1, m, B or 1]'],
         prepareMask: asKeepBytes,
+        options: ['weightsLayout'],
+        readOptions: (o) => [checkChoice(o.weightsLayout, 'weightsLayout', ['nmBH', 'BHnm'], 'nmBH') === 'BHnm'],
         check: (...args) => wasm._relativeCheck(...args),
         run: (...args) => wasm._relativeForward(...args),
       });

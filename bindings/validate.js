@@ -65,6 +65,12 @@ export function checkBoolean(value, argument, fallback) {
   return value;
 }
 
+export function checkChoice(value, argument, choices, fallback) {
+  if (value === undefined) return fallback;
+  if (!choices.includes(value)) throw new AttentionError(argument, `one of ${choices.map((c) => JSON.stringify(c)).join(', ')}`, describe(value));
+  return value;
+}
+
 // `float32`: the value reaches the core as a float, so its float32 rounding must be in range too
 // (1e300 is finite, its float32 is not; 0.99999999999 rounds to 1).
 export function checkNumber(value, argument, { min = -Infinity, max = Infinity, maxExclusive = false, integer = false, float32 = false } = {}) {

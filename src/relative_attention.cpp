@@ -9,6 +9,12 @@
 #include "mask.h"
 
 namespace attn {
+namespace {
+
+// Query rows whose positional terms one GEMM computes; the engine hands out tiles of at most 32.
+constexpr int64_t kQueryTileRows = 32;
+
+}  // namespace
 
 RelativeMultiHeadAttention::RelativeMultiHeadAttention(const RelativeAttentionConfig& config)
     : config_(config), d_k_(config.d_model / config.heads) {
@@ -45,7 +51,7 @@ Status RelativeMultiHeadAttention::prepare() {
 }
 
 Status RelativeMultiHeadAttention::check_forward(const Shape& query, const Shape& key, const Shape& value,
-                                                 const MaskView& mask, Shape* output_shape,
+                                                 const MaskView& mask, bool heads_first, Shape* output_shape,
                                                  Shape* weights_shape) const {
   const std::string D = std::to_string(config_.d_model), P = std::to_string(config_.P);
   if (query.rank != 3 || query[2] != config_.d_model || !query.non_negative())
@@ -68,24 +74,28 @@ Status RelativeMultiHeadAttention::check_forward(const Shape& query, const Shape
     if (mask.type != MaskType::boolean) return Status::invalid("mask", "a boolean mask (0 = masked out)", "an additive one");
   }
   *output_shape = query;
-  *weights_shape = {n, m, B, config_.heads};
+  *weights_shape = heads_first ? Shape{B, config_.heads, n, m} : Shape{n, m, B, config_.heads};
   return Status::success();
 }
 
 Status RelativeMultiHeadAttention::forward(const TensorView& query, const TensorView& key, const TensorView& value,
-                                           const MaskView& mask, uint64_t seed, float* output, float* weights) const {
+                                           const MaskView& mask, uint64_t seed, bool heads_first, float* output,
+                                           float* weights) const {
   Shape output_shape, weights_shape;
   Status s = first_failure({require_loaded("RelativeMultiHeadAttention"),
-                            check_forward(query.shape, key.shape, value.shape, mask, &output_shape, &weights_shape),
+                            check_forward(query.shape, key.shape, value.shape, mask, heads_first, &output_shape,
+                                          &weights_shape),
                             check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
                             check_data(mask, "mask")});
   if (!s.ok()) return s;
   const int64_t n = query.shape[0], B = query.shape[1], m = key.shape[0];
   const int64_t H = config_.heads, D = config_.d_model, dk = d_k_, width = H * dk, P = config_.P;
 
+  // The engine writes weights [B, H, n, m]: straight into `weights` when that is the layout asked for.
   FloatBuffer q, q_biased, k, v, attended, head_weights;
   for (auto [buffer, count] : {std::pair{&q, n * B * width}, {&q_biased, n * B * width}, {&k, m * B * width},
-                               {&v, m * B * width}, {&attended, n * B * width}, {&head_weights, B * H * n * m}}) {
+                               {&v, m * B * width}, {&attended, n * B * width},
+                               {&head_weights, heads_first ? 0 : B * H * n * m}}) {
     s = buffer->allocate(count, "RelativeMultiHeadAttention activations");
     if (!s.ok()) return s;
   }
@@ -105,16 +115,27 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
     const int64_t offset = layout.offset(b), h = b % H;
     kern.gemm_nt(rows, cols, dk, q_biased.data() + offset + i0 * layout.row_stride, layout.row_stride,
                  k.data() + offset + j0 * layout.row_stride, layout.row_stride, out, ld);
-    // The positional term: key j of query i uses relative position P + j - i - (m - n).
+    // The positional term: key j of query i uses relative position P + j - i - (m - n), so along
+    // a tile's diagonals it is constant. One GEMM of the tile's queries against the rows + cols - 1
+    // positions the tile spans gives every term; query r reads its row from offset rows - 1 - r.
     constexpr int64_t kChunk = 128;
-    float term[kChunk];
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t i = i0 + r;
-      const float* q_i = q.data() + offset + i * layout.row_stride;
+    float terms[kQueryTileRows * (kQueryTileRows + kChunk - 1)];
+    float biases[kQueryTileRows + kChunk - 1];
+    for (int64_t r0 = 0; r0 < rows; r0 += kQueryTileRows) {
+      const int64_t tile_rows = std::min(kQueryTileRows, rows - r0);
       for (int64_t c0 = 0; c0 < cols; c0 += kChunk) {
-        const int64_t count = std::min(kChunk, cols - c0), first = P + (j0 + c0) - i - (m - n);
-        kern.gemm_nt(1, count, dk, q_i, dk, R + first * width + h * dk, width, term, kChunk);
-        for (int64_t c = 0; c < count; ++c) out[r * ld + c0 + c] += term[c] + pos_bias[(first + c) * H + h];
+        const int64_t count = std::min(kChunk, cols - c0), span = tile_rows + count - 1;
+        const int64_t first = P + (j0 + c0) - (i0 + r0 + tile_rows - 1) - (m - n);  // last query, first key
+        kern.gemm_nt(tile_rows, span, dk, q.data() + offset + (i0 + r0) * layout.row_stride, layout.row_stride,
+                     R + first * width + h * dk, width, terms, span);
+        for (int64_t t = 0; t < span; ++t) biases[t] = pos_bias[(first + t) * H + h];
+        for (int64_t r = r0; r < r0 + tile_rows; ++r) {
+          const int64_t shift = tile_rows - 1 - (r - r0);
+          const float* term = terms + (r - r0) * span + shift;
+          const float* bias = biases + shift;
+          float* row = out + r * ld + c0;
+          for (int64_t c = 0; c < count; ++c) row[c] += term[c] + bias[c];
+        }
       }
     }
   };
@@ -141,14 +162,14 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   blocks.mask = &score_mask;
   blocks.dropout = &dropout;
   blocks.score = &scores;
-  s = attend(blocks, attended.data(), head_weights.data());
+  s = attend(blocks, attended.data(), heads_first ? weights : head_weights.data());
   if (!s.ok()) return s;
-  // [B, H, n, m] -> [n, m, B, H], the layout labml returns.
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < m; ++j)
-          weights[((i * m + j) * B + b) * H + h] = head_weights.data()[((b * H + h) * n + i) * m + j];
+  if (!heads_first)  // [B, H, n, m] -> [n, m, B, H], the layout labml returns.
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < m; ++j)
+            weights[((i * m + j) * B + b) * H + h] = head_weights.data()[((b * H + h) * n + i) * m + j];
   linear(n * B, attended.data(), width, output_packed_, parameters_.get(output_bias_), output, D);
   return Status::success();
 }

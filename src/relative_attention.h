@@ -25,11 +25,12 @@ class RelativeMultiHeadAttention : public Module {
   const RelativeAttentionConfig& config() const { return config_; }
 
   // query [n, B, dModel], key and value [m, B, dModel], n <= P and m <= P; mask [n or 1, m, B or 1],
-  // boolean 0 = masked out. Output [n, B, dModel], weights [n, m, B, heads].
+  // boolean 0 = masked out. Output [n, B, dModel], weights [n, m, B, heads] as labml returns them,
+  // or [B, heads, n, m] (one plane per head, for per-head views) when `heads_first`.
   Status check_forward(const Shape& query, const Shape& key, const Shape& value, const MaskView& mask,
-                       Shape* output_shape, Shape* weights_shape) const;
+                       bool heads_first, Shape* output_shape, Shape* weights_shape) const;
   Status forward(const TensorView& query, const TensorView& key, const TensorView& value, const MaskView& mask,
-                 uint64_t seed, float* output, float* weights) const;
+                 uint64_t seed, bool heads_first, float* output, float* weights) const;
 
  private:
   explicit RelativeMultiHeadAttention(const RelativeAttentionConfig& config);

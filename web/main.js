@@ -21,6 +21,7 @@ import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
 import { maskParts } from './masks.js';
 import { GAIN } from './parameters.js';
+import { checkResult } from './runner.js';
 import { MAX_FILE_BYTES, parseStateDictFile } from './state-dict-file.js';
 
 const PUBLISH_LIMIT = 65536;
@@ -286,14 +287,20 @@ function accept(job, result) {
   syncSentenceChoice();
   shown.updateMs = performance.now() - job.requestedAt;
   showTimes();
-  publish();
   if (ui.inputError) {
     showError(ui.inputError);
   } else {
     el.error.hidden = true;
     $('.view-body').classList.remove('stale');
-    if (!inFlight) setState('ready');
   }
+  // The checks read every weight (33 MB at 512 tokens and 16 heads): they run once the picture is
+  // up, then the result is published and the page is ready.
+  setTimeout(() => {
+    if (ui.shown !== shown) return; // a newer result replaced this one
+    shown.checks = checkResult(shown);
+    publish();
+    if (!ui.inputError && !inFlight) setState('ready');
+  }, 0);
 }
 
 function resetViews() {

@@ -1,9 +1,9 @@
 // AttentionRunner: the demo's computation, apart from the worker's messaging so that Node can run
 // it too. Embeds a batch, builds each function's masks in its own polarity, runs attention through
-// the public API and puts the result in one layout whatever the function returned: weights
-// [N, H, n, m] (H = 1 for the single-head functions), the page's mask [N, n, m] (1 = masked), and
-// checks computed over all of it (masked weights, row sums, fully masked rows and their outputs).
-// No DOM here.
+// the public API, asking each for weights [N, H, n, m] (H = 1 for the single-head functions), and
+// adds their head average, the page's mask [N, n, m] (1 = masked) and the fully masked rows.
+// checkResult() then verifies all of it (masked weights, row sums, fully masked rows and their
+// outputs); the page runs it after drawing, so the picture does not wait for it. No DOM here.
 import { MAX_TOKENS, embed, padBatch } from './embeddings.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
@@ -113,7 +113,6 @@ function compute(runner, request) {
   let forwardMs;
   let H = 1;
   let extraKeys = [];
-  let weightsLayout; // how raw.weights is laid out
   let outputLayout;
   let call;
   let E;
@@ -129,7 +128,6 @@ function compute(runner, request) {
     const x = embedBatch(tokens, E, true);
     const { isCausal, attnMask } = sdpaMasks(spec);
     time(() => attn.scaledDotProductAttention(x, x, x, { isCausal, attnMask, needWeights: true }));
-    weightsLayout = 'NHnm';
     outputLayout = 'Nn';
     call = callNote('attn.scaledDotProductAttention', [`x ${shapeOf(x)}`, 'x', 'x'],
       { isCausal, attnMask: maskNote(attnMask, 'may attend'), needWeights: true });
@@ -150,7 +148,6 @@ function compute(runner, request) {
     time(() => module.forward(q, k, v, { isCausal, attnMask, keyPaddingMask, averageAttnWeights: false }));
     if (module.addBiasKV) extraKeys.push('bias_k');
     if (module.addZeroAttn) extraKeys.push('zero');
-    weightsLayout = 'NHnm';
     outputLayout = module.batchFirst ? 'Nn' : 'nN';
     const args = [`query ${shapeOf(q)}`, k === q ? 'query' : `key ${shapeOf(k)}`, v === q ? 'query' : v === k ? 'key' : `value ${shapeOf(v)}`];
     call = callNote(`new MultiheadAttention(${E}, ${H}).forward`, args, {
@@ -165,7 +162,6 @@ function compute(runner, request) {
     const x = embedBatch(tokens, E, true);
     const attnMask = additiveMask(spec);
     time(() => module.forward(x, x, x, { attnMask }));
-    weightsLayout = 'NHnm';
     outputLayout = 'Nn';
     call = callNote(`new AdditiveAttention(${E}, ${E}, ${config.hiddenSize}).forward`, [`x ${shapeOf(x)}`, 'x', 'x'],
       { attnMask: maskNote(attnMask, 'masked out') });
@@ -175,11 +171,11 @@ function compute(runner, request) {
     E = config.dModel;
     const x = embedBatch(tokens, E, false);
     const mask = relativeMask(spec);
-    time(() => module.forward(x, x, x, { mask }));
-    weightsLayout = 'nmNH';
+    // Per-head planes, as the views read them: no transpose of labml's [n, m, B, heads].
+    time(() => module.forward(x, x, x, { mask, weightsLayout: 'BHnm' }));
     outputLayout = 'nN';
     call = callNote(`new RelativeMultiHeadAttention(${H}, ${E}, { P: ${RELATIVE_P} }).forward`, [`x ${shapeOf(x)}`, 'x', 'x'],
-      { mask: mask ? `${shapeOf(mask)} (0 = masked out)` : null });
+      { mask: mask ? `${shapeOf(mask)} (0 = masked out)` : null, weightsLayout: "'BHnm'" });
   } else {
     throw new Error(`Unknown attention kind ${JSON.stringify(kind)}.`);
   }
@@ -194,11 +190,11 @@ function compute(runner, request) {
     mark = now;
     return value;
   };
-  const weights = phase('layout', weightsLayout === 'NHnm' ? own(raw.weights.data) : nmNHtoNHnm(raw.weights.data, n, m, N, H));
+  const weights = own(raw.weights.data);
   const masked = phase('mask', maskedCells(spec, m));
   const outputMaxAbs = phase('output', rowMaxAbs(raw.output, N, n, outputLayout));
-  const summary = phase('checks', check(weights, masked, outputMaxAbs, N, H, n, m));
-
+  const average = phase('average', H > 1 ? headAverage(weights, N, H, n * m) : null);
+  const fullyMasked = phase('fullyMasked', fullyMaskedRows(masked, N, n, m));
   return {
     kind,
     tokens,
@@ -212,7 +208,8 @@ function compute(runner, request) {
     weights,
     masked,
     outputMaxAbs,
-    ...summary,
+    average,
+    fullyMasked,
     weightsShape: raw.weights.shape,
     outputShape: raw.output.shape,
     call,
@@ -220,18 +217,6 @@ function compute(runner, request) {
     phases,
     workerMs: performance.now() - started,
   };
-}
-
-/** Relative attention's [n, m, N, H] as [N, H, n, m]: reads in order, writes N * H sequential streams. */
-function nmNHtoNHnm(src, n, m, N, H) {
-  const dst = new Float32Array(src.length);
-  const streams = N * H; // stream b * H + h starts at (b * H + h) * n * m
-  const plane = n * m;
-  let s = 0;
-  for (let cell = 0; cell < plane; cell++) {
-    for (let bh = 0, d = cell; bh < streams; bh++, d += plane) dst[d] = src[s++];
-  }
-  return dst;
 }
 
 /** max |output| per query row, [N, n], from an output laid out [N, n, E] ('Nn') or [n, N, E] ('nN'). */
@@ -256,25 +241,46 @@ function rowMaxAbs(output, N, n, layout) {
   return result;
 }
 
-/**
- * What the page promises, checked on every result: masked weights are 0, other rows sum to 1,
- * fully masked rows have zero weights and a zero output. The head average [N, n, m] (null for one
- * head) is summed in the same pass: at 512 tokens and 16 heads the weights are 33 MB, and reading
- * them once instead of twice is what matters.
- */
-function check(weights, masked, outputMaxAbs, N, H, n, m) {
-  let maxMaskedWeight = 0;
-  let maxRowSumError = 0;
-  let nonFinite = 0; // rows whose sum is NaN or infinite
-  const fullyMasked = [];
-  const average = H > 1 ? new Float32Array(N * n * m) : null;
-  const inverseH = 1 / H;
+/** The mean over heads of weights [N, H, plane], as [N, plane]. */
+function headAverage(weights, N, H, plane) {
+  const average = new Float32Array(N * plane);
+  for (let b = 0; b < N; b++) {
+    const sum = average.subarray(b * plane, (b + 1) * plane);
+    for (let h = 0; h < H; h++) {
+      const head = weights.subarray((b * H + h) * plane, (b * H + h + 1) * plane);
+      for (let k = 0; k < plane; k++) sum[k] += head[k];
+    }
+    for (let k = 0; k < plane; k++) sum[k] /= H;
+  }
+  return average;
+}
+
+/** [b, i] of every query row whose keys are all masked. */
+function fullyMaskedRows(masked, N, n, m) {
+  const rows = [];
   for (let b = 0; b < N; b++) {
     for (let i = 0; i < n; i++) {
-      const maskRow = (b * n + i) * m; // also the average's row
+      const row = masked.subarray((b * n + i) * m, (b * n + i + 1) * m);
+      if (row.every((cell) => cell === 1)) rows.push([b, i]);
+    }
+  }
+  return rows;
+}
+
+/**
+ * What the page promises, checked on a result of run(): masked weights are 0, other rows sum to 1,
+ * fully masked rows have zero weights and a zero output; nonFinite counts rows whose sum is NaN or
+ * infinite.
+ */
+export function checkResult({ weights, masked, outputMaxAbs, fullyMasked, N, H, n, m }) {
+  let maxMaskedWeight = 0;
+  let maxRowSumError = 0;
+  let nonFinite = 0;
+  for (let b = 0; b < N; b++) {
+    for (let i = 0; i < n; i++) {
+      const maskRow = (b * n + i) * m;
       let open = 0;
       for (let j = 0; j < m; j++) open += 1 - masked[maskRow + j];
-      if (open === 0) fullyMasked.push([b, i]);
       const want = open === 0 ? 0 : 1;
       for (let h = 0; h < H; h++) {
         const row = ((b * H + h) * n + i) * m;
@@ -282,7 +288,6 @@ function check(weights, masked, outputMaxAbs, N, H, n, m) {
         for (let j = 0; j < m; j++) {
           const w = weights[row + j];
           sum += w;
-          if (average) average[maskRow + j] += w * inverseH;
           if (masked[maskRow + j] === 1) {
             const a = w < 0 ? -w : w;
             if (a > maxMaskedWeight) maxMaskedWeight = a;
@@ -296,10 +301,5 @@ function check(weights, masked, outputMaxAbs, N, H, n, m) {
   }
   let maxFullyMaskedOutput = 0;
   for (const [b, i] of fullyMasked) maxFullyMaskedOutput = Math.max(maxFullyMaskedOutput, outputMaxAbs[b * n + i]);
-  return {
-    average,
-    fullyMasked,
-    checks: { maxMaskedWeight, maxRowSumError, maxFullyMaskedOutput, nonFinite },
-  };
+  return { maxMaskedWeight, maxRowSumError, maxFullyMaskedOutput, nonFinite };
 }
-

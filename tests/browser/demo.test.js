@@ -8,7 +8,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { init } from '../../dist/index.mjs';
-import { EXAMPLE_TEXT, embed, mulberry32, padBatch, sentencesOf } from '../../web/embeddings.js';
+import { EXAMPLE_TEXT, MAX_TOKENS, embed, mulberry32, padBatch, sentencesOf } from '../../web/embeddings.js';
+import { relativeParameters } from '../../web/parameters.js';
 import {
   RESULTS_DIR, assertRows, at, cellPoint, nextFrames, openBrowser, openDemo, readResult, update,
 } from './chromium.js';
@@ -139,7 +140,7 @@ test('every kind with every mask: masked cells weigh 0, rows sum to 1, each pola
       assert.equal(result.maskKind, maskKind, what);
       assert.deepEqual(result.masked, expectedMask(result, maskKind), `${what}: the mask in force`);
       assertRows(result, what);
-      assert.equal(result.checks.maxMaskedWeight, 0, `${what}: the worker's own check`);
+      assert.equal(result.checks.maxMaskedWeight, 0, `${what}: the page's own check`);
       assert.equal(result.checks.nonFinite, 0, `${what}: no NaN`);
       if (kind === 'mha' || kind === 'relative') assert.equal(result.shape[1], 4, `${what}: 4 heads`);
     }
@@ -150,7 +151,32 @@ test('every kind with every mask: masked cells weigh 0, rows sum to 1, each pola
   assert.match(calls.sdpa, /isCausal: true, attnMask: \[2, 1, 7\] \(1 = may attend\)/);
   assert.match(calls.mha, /isCausal: true, keyPaddingMask: \[2, 7\] \(1 = padding\)/);
   assert.match(calls.additive, /attnMask: \[2, 7, 7\] \(1 = masked out\)/);
-  assert.match(calls.relative, /mask: \[7, 7, 2\] \(0 = masked out\)/);
+  assert.match(calls.relative, /mask: \[7, 7, 2\] \(0 = masked out\), weightsLayout: 'BHnm'/);
+
+  // The relative weights the page asked for per head equal labml's [n, m, B, heads], computed in
+  // Node from the same seeded parameters and embeddings, transposed here.
+  const relative = await readResult(page);
+  const [N, H, L] = relative.shape;
+  assert.deepEqual(relative.weightsShape, [N, H, L, L]);
+  const { dModel } = relative.config;
+  const attn = await init();
+  const module = new attn.RelativeMultiHeadAttention(H, dModel, { P: MAX_TOKENS });
+  module.loadStateDict(relativeParameters({ heads: H, dModel, P: MAX_TOKENS }, relative.seed));
+  const x = new Float32Array(L * N * dModel);
+  relative.tokens.forEach((tokens, b) => embed(tokens, dModel, x, b * dModel, N * dModel));
+  const keep = new Uint8Array(L * L * N);
+  expectedMask(relative, 'both').forEach((hidden, k) => {
+    const b = Math.floor(k / (L * L));
+    keep[(k % (L * L)) * N + b] = 1 - hidden;
+  });
+  const input = { data: x, shape: [L, N, dModel] };
+  const labml = module.forward(input, input, input, { mask: { data: keep, shape: [L, L, N] } }).weights.data;
+  module.dispose();
+  const want = relative.weights.map((_, k) => {
+    const [b, h, i, j] = [Math.floor(k / (H * L * L)), Math.floor(k / (L * L)) % H, Math.floor(k / L) % L, k % L];
+    return labml[((i * L + j) * N + b) * H + h];
+  });
+  assertClose(relative.weights, want, 2e-5, 'relative: page vs Node');
   assertNoErrors();
 });
 
@@ -309,7 +335,8 @@ test('export: a PNG of the view and a JSON of its weights and mask', { timeout: 
   assert.equal(exported.heads, H);
   assert.deepEqual(exported.shape, [H, n, m]);
   assert.equal(exported.weights.length, H * n * m);
-  assert.equal(exported.average.length, n * m);
+  const mean = exported.average.map((_, k) => exported.weights.reduce((sum, w, index) => (index % (n * m) === k ? sum + w : sum), 0) / H);
+  assertClose(exported.average, mean, 1e-6, 'the average is the mean over heads');
   assert.deepEqual(exported.masked, result.masked.slice(0, n * m));
   assert.deepEqual(exported.weights, result.weights.slice(0, H * n * m));
   assertNoErrors();

@@ -78,9 +78,26 @@ TEST_CASE("RelativeMultiHeadAttention matches the labml reference", "[modules]")
     const auto &q = c.tensors.at("query"), &k = c.tensors.at("key"), &v = c.tensors.at("value");
     const attn::MaskView mask = mask_of(c, "mask", false);
     attn::Shape os, ws;
-    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, mask, &os, &ws).ok());
-    check_results(c, os, ws,
-                  [&](float* out, float* w) { return module->forward(q.view(), k.view(), v.view(), mask, 0, out, w); });
+    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, mask, false, &os, &ws).ok());
+    check_results(c, os, ws, [&](float* out, float* w) {
+      return module->forward(q.view(), k.view(), v.view(), mask, 0, false, out, w);
+    });
+
+    // Heads first: the same weights, [B, H, n, m].
+    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, mask, true, &os, &ws).ok());
+    const auto& labml = c.tensors.at("weights");  // [n, m, B, H]
+    const int64_t n = labml.shape[0], m = labml.shape[1], B = labml.shape[2], H = labml.shape[3];
+    REQUIRE(ws == attn::Shape{B, H, n, m});
+    std::vector<float> output(os.numel()), weights(ws.numel());
+    REQUIRE(module->forward(q.view(), k.view(), v.view(), mask, 0, true, output.data(), weights.data()).ok());
+    std::vector<float> expected(weights.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t h = 0; h < H; ++h)
+            expected[((b * H + h) * n + i) * m + j] = labml.data[((i * m + j) * B + b) * H + h];
+    CHECK(fixtures::max_relative_error(weights, expected) <= kTolerance);
+    CHECK(fixtures::max_relative_error(output, c.tensors.at("output").data) <= kTolerance);
   }
 }
 
@@ -91,11 +108,11 @@ TEST_CASE("modules refuse bad sizes and inputs by name", "[modules][errors]") {
   CHECK(attn::RelativeMultiHeadAttention::create({2, 8, 0}, &relative).argument == "P");
   REQUIRE(attn::RelativeMultiHeadAttention::create({2, 8, 4}, &relative).ok());
   attn::Shape os, ws;
-  CHECK(relative->check_forward({5, 1, 8}, {5, 1, 8}, {5, 1, 8}, {}, &os, &ws).message() ==
+  CHECK(relative->check_forward({5, 1, 8}, {5, 1, 8}, {5, 1, 8}, {}, false, &os, &ws).message() ==
         "query: expected at most P = 4 queries, got [5, 1, 8]");
   std::vector<float> x(3 * 8);
   std::vector<float> out(3 * 8), w(9 * 2);
-  CHECK(relative->forward({x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {}, 0, out.data(), w.data())
+  CHECK(relative->forward({x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {}, 0, false, out.data(), w.data())
             .message() == "RelativeMultiHeadAttention: expected loadStateDict() before forward(), got no weights loaded");
 
   std::unique_ptr<attn::SelfAttention> self;

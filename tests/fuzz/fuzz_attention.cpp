@@ -256,10 +256,12 @@ void fuzz_small_modules(Input& in) {
                     const Tensor q = tensor(in, 3), k = tensor(in, 3), v = tensor(in, 3);
                     Mask mk = mask(in, 3);
                     if (mk.type == attn::MaskType::additive) mk.type = attn::MaskType::boolean, mk.bools.resize(mk.floats.size());
+                    const bool heads_first = in.flag();
                     attn::Shape os, ws;
-                    if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(false), &os, &ws).ok()) return;
+                    if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(false), heads_first, &os, &ws).ok())
+                      return;
                     std::vector<float> out = buffer(os), w = buffer(ws);
-                    module.forward(q.view(), k.view(), v.view(), mk.view(false), 0, out.data(), w.data());
+                    module.forward(q.view(), k.view(), v.view(), mk.view(false), 0, heads_first, out.data(), w.data());
                   });
     }
   }

@@ -320,6 +320,7 @@ describe('forward shapes and options', () => {
     ['RelativeMultiHeadAttention', 'mask with the wrong m', (m) => m.forward(q, q, q, { mask: u8([5, 4, 2]) }), 'mask', ['[5, 4, 2]', /5, 2/]],
     ['RelativeMultiHeadAttention', 'mask with the wrong batch', (m) => m.forward(q, q, q, { mask: u8([5, 5, 3]) }), 'mask', ['[5, 5, 3]']],
     ['RelativeMultiHeadAttention', 'mask of rank 2', (m) => m.forward(q, q, q, { mask: u8([5, 5]) }), 'mask', ['[5, 5]']],
+    ['RelativeMultiHeadAttention', 'an unknown weightsLayout', (m) => m.forward(q, q, q, { weightsLayout: 'BNHnm' }), 'weightsLayout', ['"nmBH", "BHnm"', '"BNHnm"']],
   ];
 
   function assertStillGood(kind) {

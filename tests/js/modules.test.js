@@ -164,6 +164,26 @@ for (const build of BUILDS) {
       });
     });
 
+    test("RelativeMultiHeadAttention with weightsLayout 'BHnm' gives each head's [n, m] plane", () => {
+      for (const c of loadModuleFixtures('relative_attention')) {
+        const [n, m, B, H] = c.weights.shape;
+        const expected = new Float32Array(c.weights.data.length);
+        for (let i = 0; i < n; i++)
+          for (let j = 0; j < m; j++)
+            for (let b = 0; b < B; b++)
+              for (let h = 0; h < H; h++) expected[((b * H + h) * n + i) * m + j] = c.weights.data[((i * m + j) * B + b) * H + h];
+        withModule(attn, 'RelativeMultiHeadAttention', c, (module) => {
+          const opts = c.mask ? { mask: c.mask } : {};
+          const labml = module.forward(c.query, c.key, c.value, { ...opts, weightsLayout: 'nmBH' });
+          const planes = module.forward(c.query, c.key, c.value, { ...opts, weightsLayout: 'BHnm' });
+          assert.deepEqual(planes.weights.shape, [B, H, n, m], c.name);
+          assertClose(planes.weights, { shape: [B, H, n, m], data: expected }, `${c.name} weights`);
+          assertClose(labml.weights, c.weights, `${c.name}: 'nmBH' is the default layout`);
+          assert.ok(bitIdentical(planes.output.data, labml.output.data), `${c.name}: the layout does not change the output`);
+        });
+      }
+    });
+
     test('RelativeMultiHeadAttention reads a Float32Array mask as 0 = masked, nonzero = keep', () => {
       const keepValues = [1, 0.5, -3, 7, 1e-20, -Infinity, Infinity];
       for (const name of ['causal_mask_nm1_memory', 'padding_mask_1mB', 'fully_masked_rows']) {

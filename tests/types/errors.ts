@@ -124,6 +124,8 @@ new attn.AdditiveAttention(8, 8, 16, { P: 16 });
 const rel = new attn.RelativeMultiHeadAttention(2, 8, { P: 16 });
 // @ts-expect-error RelativeMultiHeadAttention's mask is called mask
 rel.forward(q, q, q, { attnMask: attn.masks.causal(4) });
+// @ts-expect-error weightsLayout is 'nmBH' or 'BHnm'
+rel.forward(q, q, q, { weightsLayout: 'NHnm' });
 // @ts-expect-error P is read-only
 rel.P = 32;
 

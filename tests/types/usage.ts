@@ -175,6 +175,7 @@ const relResult = rel.forward(tensor([3, 2, 8]), tensor([5, 2, 8]), tensor([5, 2
   seed: 9,
 });
 const relWeights: number[] = relResult.weights.shape; // [n, m, B, heads]
+const relPlanes: number[] = rel.forward(tensor([3, 2, 8]), tensor([5, 2, 8]), tensor([5, 2, 8]), { weightsLayout: 'BHnm' }).weights.shape; // [B, heads, n, m]
 const relSizes: number[] = [rel.heads, rel.dModel, rel.P, rel.dropout];
 for (const module of [sa, add, rel]) module.dispose();
 
@@ -198,4 +199,4 @@ if (custom.code === 'OUT_OF_MEMORY') console.log('out of memory');
 
 console.log(build, simd, threads, version, heapBytes, live, outShape, nothing, weightsShape, weightsData, maybeShape,
   causalBytes, padding2d, mergedNoAttn, mergedData, loaded, avgShape, noWeights, readOnly, training, saWeights, saSizes,
-  addSizes, relWeights, relSizes);
+  addSizes, relWeights, relPlanes, relSizes);
