@@ -199,7 +199,7 @@ async function benchNative(L) {
       const runs = L <= 128 ? 20 : L <= 512 ? 10 : 5;
       const { min_ms, median_ms, output_head } = await runNative(L, threads, false, runs);
       const max_abs_err = maxAbsError(Float32Array.from(output_head), reference.get(`${L}`), output_head.length);
-      report({ ...row, max_abs_err, min_ms, median_ms, runs, note: 'the core built natively (scalar kernels, no wasm); err over 8 values' });
+      report({ ...row, max_abs_err, min_ms, median_ms, runs, note: 'the core built natively with g++ (the SIMD128 kernels through SIMDe); err over 8 values' });
     } catch (error) {
       reportFailure(row, error);
     }

@@ -24,5 +24,13 @@ catch2 native build/native/attention_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   catch2 "native, ASan+UBSan" build/native/attention_tests_sanitized
 catch2 "wasm SIMD under Node" node build/wasm/attention_tests_wasm.js
+# The kernel micro-benchmarks still build and run (one short pass; figures are for npm run bench:kernels).
+echo "# kernel micro-benchmarks (smoke run)"
+build/native/attention_bench_kernels --benchmark_min_time=0.001 --benchmark_format=json \
+  >build/bench-kernels-smoke.json 2>build/bench-kernels-smoke.log || { cat build/bench-kernels-smoke.log; exit 1; }
+node -e '
+const { benchmarks } = JSON.parse(require("fs").readFileSync("build/bench-kernels-smoke.json", "utf8"));
+const families = new Set(benchmarks.map((b) => b.name.split("/")[0]));
+console.log(`${benchmarks.length} benchmarks over ${[...families].join(", ")}`);'
 
 node --test --test-concurrency=1 tests/js/ tests/browser/

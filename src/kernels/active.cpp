@@ -3,7 +3,7 @@
 namespace attn::kernels {
 
 const KernelSet& active_kernels() {
-#if defined(__wasm_simd128__)
+#if defined(ATTENTION_HAS_SIMD128_KERNELS)
   return kWasmSimdKernels;
 #else
   return kScalarKernels;

@@ -41,7 +41,10 @@ struct KernelSet {
 };
 
 extern const KernelSet kScalarKernels;
-#if defined(__wasm_simd128__)
+// The wasm SIMD128 set: in SIMD wasm builds, and natively wherever SIMDe provides the intrinsics
+// (ATTENTION_SIMDE, set by CMakeLists.txt), so native tests and benchmarks run the same kernels.
+#if defined(__wasm_simd128__) || defined(ATTENTION_SIMDE)
+#define ATTENTION_HAS_SIMD128_KERNELS 1
 extern const KernelSet kWasmSimdKernels;
 #endif
 

@@ -1,6 +1,13 @@
 // wasm SIMD128 kernels. Relaxed SIMD (FMA) is not enabled by default in Node 20, so a
 // multiply-add is f32x4.mul + f32x4.add, as in ggml's simd-mappings for __wasm_simd128__.
+// Natively the same source compiles against SIMDe's implementation of the wasm intrinsics, so the
+// native build, its tests and its benchmarks run these very kernels.
+#if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
+#else
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/wasm/simd128.h>
+#endif
 
 #include <algorithm>
 #include <cmath>

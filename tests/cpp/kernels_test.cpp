@@ -19,7 +19,7 @@ const std::vector<size_t> kSizes = {1, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 63, 64
 
 std::vector<const KernelSet*> kernel_sets() {
   std::vector<const KernelSet*> sets = {&attn::kernels::kScalarKernels};
-#if defined(__wasm_simd128__)
+#if defined(ATTENTION_HAS_SIMD128_KERNELS)
   sets.push_back(&attn::kernels::kWasmSimdKernels);
 #endif
   return sets;
