@@ -186,7 +186,9 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
     Status s = pack_keys(p, &packed_storage, &keys);
     if (!s.ok()) return s;
   }
-  // Work items are (block, query tile) pairs; each thread gets its own scratch.
+  // Work items are (block, query tile) pairs, each block's last tile first: under the causal mask
+  // later tiles see more keys, and handing out the big items first leaves small ones to even out
+  // the threads at the end. Each thread gets its own scratch.
   const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
   const int64_t bias = weights ? p.m : kKeyTile;
   const int64_t per_thread = bias + (weights ? 0 : kQueryTile * kKeyTile);
@@ -195,7 +197,7 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
   Status status = scratch.allocate(per_thread * threads, "attention scratch");
   if (!status.ok()) return status;
   parallel_for(p.batch * tiles, [&](int64_t item, int worker) {
-    const int64_t b = item / tiles, i0 = (item % tiles) * kQueryTile;
+    const int64_t b = item / tiles, i0 = (tiles - 1 - item % tiles) * kQueryTile;
     float* mine = scratch.data() + worker * per_thread;
     if (weights)
       attend_with_weights(p, keys, b, i0, mine, weights, output);

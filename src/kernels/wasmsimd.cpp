@@ -185,7 +185,7 @@ void gemm_nn_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* A, s
 
 // One MR x 8 block of C = A · B + bias from one packed panel: each A element is splat and
 // multiplied into the panel's two vectors (XNNPACK's f32-gemm "splat" micro-kernel). Measured in
-// V8 on this machine (bench/kernels_wasm.cpp, 1024^3): 4x8 runs at 31 GFLOP/s, 3x8 at 22, 5x8 and
+// V8 on this machine (bench/kernels_wasm.cpp, 1024^3, before the row blocks below): 4x8 runs at 31 GFLOP/s, 3x8 at 22, 5x8 and
 // 6x8 at 18-19 (V8 spills their accumulators).
 template <int MR>
 void gemm_packed_tile(size_t K, const float* A, size_t lda, const float* panel, const float* bias, float* C,
@@ -218,23 +218,32 @@ void gemm_packed_tile(size_t K, const float* A, size_t lda, const float* panel, 
   }
 }
 
-// Panels outer, rows inner: one panel (K x 8 floats, 16 KiB at K = 512) stays in L1 while the
-// rows of A stream past it.
+// Blocks of 32 rows of A (128 KiB at K = 1024, in L2), and within each, panels outer and rows
+// inner: one panel (K x 8 floats) stays in L1 while the block's rows stream past it, rather than
+// all of A coming from memory once per panel. In V8 at 1024^3 this took the kernel from 22-25 to
+// 32-35 GFLOP/s; blocks of 64 did as well, 16 and 128 worse, and splitting K too gained nothing.
+constexpr size_t kRowBlock = 32;
+
 void gemm_packed_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
                                      const float* bias, float* C, size_t ldc) {
-  for (size_t j0 = 0; j0 < N; j0 += kPanel) {
-    const size_t columns = std::min(kPanel, N - j0);
-    const float* panel = packed_b + j0 * K;
-    alignas(16) float panel_bias[kPanel] = {};
-    if (bias) std::copy(bias + j0, bias + j0 + columns, panel_bias);
-    const float* b = bias ? panel_bias : nullptr;
-    size_t i = 0;
-    for (; i + 4 <= M; i += 4) gemm_packed_tile<4>(K, A + i * lda, lda, panel, b, C + i * ldc + j0, ldc, columns);
-    switch (M - i) {
-      case 3: gemm_packed_tile<3>(K, A + i * lda, lda, panel, b, C + i * ldc + j0, ldc, columns); break;
-      case 2: gemm_packed_tile<2>(K, A + i * lda, lda, panel, b, C + i * ldc + j0, ldc, columns); break;
-      case 1: gemm_packed_tile<1>(K, A + i * lda, lda, panel, b, C + i * ldc + j0, ldc, columns); break;
-      default: break;
+  for (size_t i0 = 0; i0 < M; i0 += kRowBlock) {
+    const size_t rows = std::min(kRowBlock, M - i0);
+    for (size_t j0 = 0; j0 < N; j0 += kPanel) {
+      const size_t columns = std::min(kPanel, N - j0);
+      const float* panel = packed_b + j0 * K;
+      alignas(16) float panel_bias[kPanel] = {};
+      if (bias) std::copy(bias + j0, bias + j0 + columns, panel_bias);
+      const float* b = bias ? panel_bias : nullptr;
+      const float* a = A + i0 * lda;
+      float* c = C + i0 * ldc + j0;
+      size_t i = 0;
+      for (; i + 4 <= rows; i += 4) gemm_packed_tile<4>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns);
+      switch (rows - i) {
+        case 3: gemm_packed_tile<3>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
+        case 2: gemm_packed_tile<2>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
+        case 1: gemm_packed_tile<1>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
+        default: break;
+      }
     }
   }
 }
