@@ -16,16 +16,21 @@ namespace {
 constexpr int64_t kQueryTile = 32;
 constexpr int64_t kKeyTile = 128;
 
-// Bias for keys [j0, j1) of query i, or null when nothing is masked; `visible` gets the number of
-// keys the query may see.
-const float* row_bias(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j0, int64_t j1, float* bias,
-                      int64_t* visible) {
-  if (!p.mask || p.mask->all_visible(i, j0, j1)) {
-    *visible = j1 - j0;
-    return nullptr;
-  }
-  *visible = p.mask->fill_bias(b, i, j0, j1, bias);
-  return bias;
+// How query i sees keys [j0, j1): softmax over the first `length` of them with `bias` added (null:
+// nothing added); the keys past `length` are hidden. `visible` counts the keys the query sees.
+struct RowMask {
+  const float* bias;
+  int64_t length;
+  int64_t visible;
+};
+
+RowMask row_mask(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j0, int64_t j1, float* bias) {
+  const int64_t keys = j1 - j0;
+  if (!p.mask || p.mask->all_visible(i, j0, j1)) return {nullptr, keys, keys};
+  // The causal rule alone cuts the row short: the keys past i are neither biased nor exponentiated.
+  const int64_t prefix = p.mask->causal_prefix(i, j0, j1);
+  if (prefix >= 0) return {nullptr, prefix, prefix};
+  return {bias, keys, p.mask->fill_bias(b, i, j0, j1, bias)};
 }
 
 // Block b's first rows of Q, K, V and the output, and their row strides.
@@ -106,16 +111,13 @@ void attend_with_weights(const AttentionBlocks& p, const PackedKeys& keys, int64
   compute_scores(p, block, keys, b, i0, rows, 0, seen, W + i0 * p.m, p.m);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
-    std::fill(row + seen, row + p.m, 0.0f);
-    int64_t visible = 0;
-    const float* row_mask = row_bias(p, b, i0 + r, 0, seen, bias, &visible);
-    hidden[r] = visible == 0;
-    if (hidden[r]) {
-      std::fill(row, row + seen, 0.0f);
-      continue;
-    }
-    const float max = k.scale_bias_max(row, row_mask, seen, p.scale);
-    k.scale(row, seen, 1.0f / k.exp_sum(row, seen, max));
+    const RowMask mask = row_mask(p, b, i0 + r, 0, seen, bias);
+    hidden[r] = mask.visible == 0;
+    const int64_t length = hidden[r] ? 0 : mask.length;
+    std::fill(row + length, row + p.m, 0.0f);
+    if (hidden[r]) continue;
+    const float max = k.scale_bias_max(row, mask.bias, length, p.scale);
+    k.scale(row, length, 1.0f / k.exp_sum(row, length, max));
     if (dropout_active(p)) p.dropout->apply(row, seen, (b * p.n + i0 + r) * p.m);
   }
   k.gemm_nn(rows, p.dv, seen, W + i0 * p.m, p.m, V, ldv, O + i0 * ldo, ldo, false);
@@ -147,17 +149,16 @@ void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t 
     compute_scores(p, block, keys, b, i0, rows, j0, cols, scores, kKeyTile);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
-      int64_t visible = 0;
-      const float* row_mask = row_bias(p, b, i0 + r, j0, j0 + cols, bias, &visible);
-      if (visible == 0) {  // contributes nothing, and must not disturb the running max
-        std::fill(s, s + cols, 0.0f);
-        continue;
-      }
-      visible_total[r] += visible;
-      const float tile_max = k.scale_bias_max(s, row_mask, cols, p.scale);
+      const RowMask mask = row_mask(p, b, i0 + r, j0, j0 + cols, bias);
+      // A row that sees none of these keys contributes nothing and must not disturb the running max.
+      const int64_t length = mask.visible == 0 ? 0 : mask.length;
+      std::fill(s + length, s + cols, 0.0f);
+      if (length == 0) continue;
+      visible_total[r] += mask.visible;
+      const float tile_max = k.scale_bias_max(s, mask.bias, length, p.scale);
       const float old_max = running_max[r];
       const float new_max = std::isnan(tile_max) ? tile_max : std::max(old_max, tile_max);
-      const float tile_sum = k.exp_sum(s, cols, new_max);
+      const float tile_sum = k.exp_sum(s, length, new_max);
       if (old_max != new_max) {
         const float rescale = std::exp(old_max - new_max);
         running_sum[r] *= rescale;

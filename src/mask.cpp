@@ -72,8 +72,13 @@ int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, f
     if (mask.view().type == MaskType::boolean) {
       const auto* bytes = static_cast<const uint8_t*>(mask.view().data) + base;
       const bool masked_value = mask.view().true_means_masked;
-      for (int64_t j = 0; j < masked_end - j0; ++j)
-        if ((bytes[j * stride] != 0) == masked_value) bias[j] = kMasked;
+      // A select rather than a conditional store, so that the compiler vectorises the usual stride 1.
+      if (stride == 1) {
+        for (int64_t j = 0; j < masked_end - j0; ++j) bias[j] = (bytes[j] != 0) == masked_value ? kMasked : bias[j];
+      } else {
+        for (int64_t j = 0; j < masked_end - j0; ++j)
+          bias[j] = (bytes[j * stride] != 0) == masked_value ? kMasked : bias[j];
+      }
     } else {
       const float* values = static_cast<const float*>(mask.view().data) + base;
       for (int64_t j = 0; j < masked_end - j0; ++j) bias[j] += values[j * stride];

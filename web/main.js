@@ -21,7 +21,7 @@ import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
 import { maskParts } from './masks.js';
 import { GAIN } from './parameters.js';
-import { checkResult } from './runner.js';
+import { checkResult, headAverage } from './runner.js';
 import { MAX_FILE_BYTES, parseStateDictFile } from './state-dict-file.js';
 
 const PUBLISH_LIMIT = 65536;
@@ -321,7 +321,7 @@ function viewOf(head) {
   const b = ui.sentence;
   const size = r.n * r.m;
   const weights = head === 'avg'
-    ? r.average.subarray(b * size, (b + 1) * size)
+    ? headAverage(r.weights, b, r.H, size)
     : r.weights.subarray((b * r.H + head) * size, (b * r.H + head + 1) * size);
   const masked = r.masked.subarray(b * size, (b + 1) * size);
   // Which masked cells the user clicked, in the result's own [n, m] (extra key columns never are).
@@ -755,7 +755,7 @@ function exportJson() {
     heads: r.H,
     shape: [r.H, r.n, r.m],
     weights: Array.from(r.weights.subarray(b * r.H * size, (b + 1) * r.H * size)),
-    average: r.average ? Array.from(r.average.subarray(b * size, (b + 1) * size)) : null,
+    average: r.H > 1 ? Array.from(viewOf('avg').weights) : null,
     masked: Array.from(view.masked),
     maskKind: r.request.maskKind,
     customCells: customCells(r.request.custom, r.n),

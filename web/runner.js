@@ -1,9 +1,9 @@
 // AttentionRunner: the demo's computation, apart from the worker's messaging so that Node can run
 // it too. Embeds a batch, builds each function's masks in its own polarity, runs attention through
 // the public API, asking each for weights [N, H, n, m] (H = 1 for the single-head functions), and
-// adds their head average, the page's mask [N, n, m] (1 = masked) and the fully masked rows.
-// checkResult() then verifies all of it (masked weights, row sums, fully masked rows and their
-// outputs); the page runs it after drawing, so the picture does not wait for it. No DOM here.
+// adds the page's mask [N, n, m] (1 = masked) and the fully masked rows. The page averages the
+// heads of the sentence it shows (headAverage) and, once it has drawn, verifies the whole result
+// with checkResult() (masked weights, row sums, fully masked rows and their outputs). No DOM here.
 import { MAX_TOKENS, embed, padBatch } from './embeddings.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
@@ -193,7 +193,6 @@ function compute(runner, request) {
   const weights = own(raw.weights.data);
   const masked = phase('mask', maskedCells(spec, m));
   const outputMaxAbs = phase('output', rowMaxAbs(raw.output, N, n, outputLayout));
-  const average = phase('average', H > 1 ? headAverage(weights, N, H, n * m) : null);
   const fullyMasked = phase('fullyMasked', fullyMaskedRows(masked, N, n, m));
   return {
     kind,
@@ -208,7 +207,6 @@ function compute(runner, request) {
     weights,
     masked,
     outputMaxAbs,
-    average,
     fullyMasked,
     weightsShape: raw.weights.shape,
     outputShape: raw.output.shape,
@@ -241,16 +239,14 @@ function rowMaxAbs(output, N, n, layout) {
   return result;
 }
 
-/** The mean over heads of weights [N, H, plane], as [N, plane]. */
-function headAverage(weights, N, H, plane) {
-  const average = new Float32Array(N * plane);
-  for (let b = 0; b < N; b++) {
-    const sum = average.subarray(b * plane, (b + 1) * plane);
-    for (let h = 0; h < H; h++) {
-      const head = weights.subarray((b * H + h) * plane, (b * H + h + 1) * plane);
-      for (let k = 0; k < plane; k++) sum[k] += head[k];
-    }
-    for (let k = 0; k < plane; k++) sum[k] /= H;
+/** Sentence b's mean over heads of weights [N, H, plane], as [plane]. */
+export function headAverage(weights, b, H, plane) {
+  const average = new Float32Array(plane);
+  const first = b * H * plane;
+  for (let k = 0; k < plane; k++) {
+    let sum = 0;
+    for (let h = 0, at = first + k; h < H; h++, at += plane) sum += weights[at];
+    average[k] = sum / H;
   }
   return average;
 }

@@ -36,7 +36,7 @@ self.addEventListener('message', async ({ data: message }) => {
   } else if (message.type === 'compute') {
     try {
       const result = runner.run(message.request);
-      const transfer = [result.weights, result.average, result.masked, result.outputMaxAbs]
+      const transfer = [result.weights, result.masked, result.outputMaxAbs]
         .filter(Boolean).map((array) => array.buffer);
       self.postMessage({ type: 'result', id: message.id, result }, transfer);
     } catch (error) {
