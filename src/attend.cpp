@@ -27,10 +27,11 @@ struct RowMask {
 RowMask row_mask(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j0, int64_t j1, float* bias) {
   const int64_t keys = j1 - j0;
   if (!p.mask || p.mask->all_visible(i, j0, j1)) return {nullptr, keys, keys};
-  // The causal rule alone cuts the row short: the keys past i are neither biased nor exponentiated.
-  const int64_t prefix = p.mask->causal_prefix(i, j0, j1);
-  if (prefix >= 0) return {nullptr, prefix, prefix};
-  return {bias, keys, p.mask->fill_bias(b, i, j0, j1, bias)};
+  // The causal rule cuts the row short: the keys past i are neither biased nor exponentiated.
+  const int64_t length = p.mask->causal_limit(i, j0, j1);
+  if (length < 0) return {bias, keys, p.mask->fill_bias(b, i, j0, j1, bias)};
+  if (length == 0 || !p.mask->has_tensors()) return {nullptr, length, length};
+  return {bias, length, p.mask->fill_bias(b, i, j0, j0 + length, bias)};
 }
 
 // Block b's first rows of Q, K, V and the output, and their row strides.

@@ -53,12 +53,15 @@ class ScoreMask {
   bool all_visible(int64_t i, int64_t j0, int64_t j1) const {
     return count_ == 0 && (!causal_ || std::min(j1, width_) - 1 <= i || j1 <= j0);
   }
-  // When the causal rule is the only mask over keys [j0, j1): how many of them, from j0, query i
-  // sees (the rest it does not). Otherwise -1.
-  int64_t causal_prefix(int64_t i, int64_t j0, int64_t j1) const {
-    if (count_ != 0 || !causal_ || j1 > width_) return -1;
+  // How many of keys [j0, j1), counted from j0, the causal rule leaves query i (all of them
+  // without the rule); -1 when the range reaches past the masked width, where the rule is no cut.
+  int64_t causal_limit(int64_t i, int64_t j0, int64_t j1) const {
+    if (!causal_) return j1 - j0;
+    if (j1 > width_) return -1;
     return std::clamp<int64_t>(i + 1 - j0, 0, j1 - j0);
   }
+  // Whether any mask tensor was added (beyond the causal rule).
+  bool has_tensors() const { return count_ > 0; }
   // True when the causal rule hides keys [j0, j1) from every query up to `last_query`.
   bool hides_keys(int64_t last_query, int64_t j0, int64_t j1) const { return causal_ && j0 > last_query && j1 <= width_; }
   // Writes bias[j - j0] for keys [j0, j1) of query i in leading block `batch`: the sum of the
