@@ -84,6 +84,7 @@ void compute_scores(const AttentionBlocks& p, const Block& block, const PackedKe
   }
   kernels::active_kernels().gemm_packed(rows, cols, p.d, block.query + i0 * block.ldq, block.ldq,
                                         keys.panel(b, j0, p.d), nullptr, scores, ld);
+  if (p.score_term) (*p.score_term)(b, i0, rows, j0, cols, scores, ld);
 }
 
 bool dropout_active(const AttentionBlocks& p) { return p.dropout && p.dropout->active(); }

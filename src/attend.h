@@ -27,7 +27,7 @@ struct BlockLayout {
 };
 
 // Unscaled scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) of block b, written to
-// `scores` with row stride `ld`. Operators whose scores are not Q·Kᵀ (additive, relative) give one.
+// (or, as `score_term`, added to) `scores` with row stride `ld`.
 using ScoreFunction =
     std::function<void(int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* scores, size_t ld)>;
 
@@ -41,7 +41,8 @@ struct AttentionBlocks {
   float scale = 1.0f;
   const ScoreMask* mask = nullptr;
   const Dropout* dropout = nullptr;  // indices run over the weights [B, n, m], row-major
-  const ScoreFunction* score = nullptr;  // null: Q·Kᵀ from query and key
+  const ScoreFunction* score = nullptr;       // scores that are not Q·Kᵀ (additive); null: Q·Kᵀ
+  const ScoreFunction* score_term = nullptr;  // added to Q·Kᵀ (relative's positional term), or null
 };
 
 // Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous). Without weights it

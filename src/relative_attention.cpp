@@ -110,11 +110,11 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   const BlockLayout layout{H, width, dk, B * width};
   const float* R = parameters_.get(key_pos_embeddings_);  // [2P, H, d_k]
   const float* pos_bias = parameters_.get(key_pos_bias_);  // [2P, H]
-  const ScoreFunction scores = [&](int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* out, size_t ld) {
+  // The engine computes (q + u)·k from packed keys; this adds the positional term.
+  const ScoreFunction positional = [&](int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* out,
+                                       size_t ld) {
     const kernels::KernelSet& kern = kernels::active_kernels();
     const int64_t offset = layout.offset(b), h = b % H;
-    kern.gemm_nt(rows, cols, dk, q_biased.data() + offset + i0 * layout.row_stride, layout.row_stride,
-                 k.data() + offset + j0 * layout.row_stride, layout.row_stride, out, ld);
     // The positional term: key j of query i uses relative position P + j - i - (m - n), so along
     // a tile's diagonals it is constant. One GEMM of the tile's queries against the rows + cols - 1
     // positions the tile spans gives every term; query r reads its row from offset rows - 1 - r.
@@ -156,12 +156,14 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   blocks.n = n;
   blocks.m = m;
   blocks.d = blocks.dv = dk;
+  blocks.query = q_biased.data();
+  blocks.key = k.data();
   blocks.value = v.data();
-  blocks.value_layout = blocks.output_layout = layout;
+  blocks.query_layout = blocks.key_layout = blocks.value_layout = blocks.output_layout = layout;
   blocks.scale = 1.0f / std::sqrt(static_cast<float>(dk));
   blocks.mask = &score_mask;
   blocks.dropout = &dropout;
-  blocks.score = &scores;
+  blocks.score_term = &positional;
   s = attend(blocks, attended.data(), heads_first ? weights : head_weights.data());
   if (!s.ok()) return s;
   if (!heads_first)  // [B, H, n, m] -> [n, m, B, H], the layout labml returns.
