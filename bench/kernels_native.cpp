@@ -16,14 +16,6 @@ namespace {
 
 using attn::kernels::KernelSet;
 
-std::vector<const KernelSet*> kernel_sets() {
-  std::vector<const KernelSet*> sets = {&attn::kernels::kScalarKernels};
-#if defined(ATTENTION_HAS_SIMD128_KERNELS)
-  sets.push_back(&attn::kernels::kWasmSimdKernels);
-#endif
-  return sets;
-}
-
 std::vector<float> wave(size_t n, float scale = 1.0f) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.37f * float(i));
@@ -135,7 +127,7 @@ void tanh_scores(benchmark::State& state, const KernelSet* set) {
 }
 
 void register_all() {
-  for (const KernelSet* set : kernel_sets()) {
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets()) {
     const std::string suffix = std::string("/") + set->name;
     benchmark::RegisterBenchmark(("gemm_nt" + suffix).c_str(), gemm_nt, set)->Args({32, 128, 64})->Args({32, 128, 8});
     benchmark::RegisterBenchmark(("gemm_nn" + suffix).c_str(), gemm_nn, set)->Args({32, 64, 128})->Args({32, 8, 128});

@@ -10,4 +10,12 @@ const KernelSet& active_kernels() {
 #endif
 }
 
+std::vector<const KernelSet*> compiled_kernel_sets() {
+#if defined(ATTENTION_HAS_SIMD128_KERNELS)
+  return {&kScalarKernels, &kWasmSimdKernels};
+#else
+  return {&kScalarKernels};
+#endif
+}
+
 }  // namespace attn::kernels

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 namespace attn::kernels {
 
@@ -50,5 +51,8 @@ extern const KernelSet kWasmSimdKernels;
 
 // The fastest set this build was compiled for.
 const KernelSet& active_kernels();
+
+// Every set this build has, the scalar twins first: what the tester checks and the benchmarks time.
+std::vector<const KernelSet*> compiled_kernel_sets();
 
 }  // namespace attn::kernels

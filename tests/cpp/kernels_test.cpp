@@ -17,14 +17,6 @@ using attn::kernels::KernelSet;
 
 const std::vector<size_t> kSizes = {1, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129};
 
-std::vector<const KernelSet*> kernel_sets() {
-  std::vector<const KernelSet*> sets = {&attn::kernels::kScalarKernels};
-#if defined(ATTENTION_HAS_SIMD128_KERNELS)
-  sets.push_back(&attn::kernels::kWasmSimdKernels);
-#endif
-  return sets;
-}
-
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -54,7 +46,7 @@ std::vector<std::array<size_t, 3>> gemm_shapes() {
 }  // namespace
 
 TEST_CASE("gemm_nt matches a float64 reference, with padded strides", "[kernels]") {
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (auto [M, N, K] : gemm_shapes()) {
       INFO(set->name << " M=" << M << " N=" << N << " K=" << K);
       const size_t lda = K + 3, ldb = K + 1, ldc = N + 2;
@@ -77,7 +69,7 @@ TEST_CASE("gemm_nt matches a float64 reference, with padded strides", "[kernels]
 }
 
 TEST_CASE("gemm_nn matches a float64 reference, overwriting and accumulating", "[kernels]") {
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (auto [M, N, K] : gemm_shapes())
       for (bool accumulate : {false, true}) {
         INFO(set->name << " M=" << M << " N=" << N << " K=" << K << " accumulate=" << accumulate);
@@ -101,7 +93,7 @@ TEST_CASE("gemm_nn matches a float64 reference, overwriting and accumulating", "
 }
 
 TEST_CASE("gemm_packed matches a float64 reference, with and without bias, over ragged panels", "[kernels]") {
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (auto [M, N, K] : gemm_shapes())
       for (bool with_bias : {false, true}) {
         INFO(set->name << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias);
@@ -129,7 +121,7 @@ TEST_CASE("gemm_packed matches a float64 reference, with and without bias, over 
 
 TEST_CASE("scale_bias_max scales, adds the bias and returns the max", "[kernels]") {
   const float inf = std::numeric_limits<float>::infinity();
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (size_t n : kSizes)
       for (bool with_bias : {false, true}) {
         INFO(set->name << " n=" << n << " bias=" << with_bias);
@@ -151,7 +143,7 @@ TEST_CASE("scale_bias_max scales, adds the bias and returns the max", "[kernels]
 }
 
 TEST_CASE("exp_sum exponentiates against the max, exp(-inf) = 0 exactly", "[kernels]") {
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (size_t n : kSizes) {
       INFO(set->name << " n=" << n);
       std::vector<float> s = random_floats(n, 8, -30, 0);
@@ -174,7 +166,7 @@ TEST_CASE("exp_sum exponentiates against the max, exp(-inf) = 0 exactly", "[kern
 }
 
 TEST_CASE("scale multiplies in place", "[kernels]") {
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (size_t n : kSizes) {
       std::vector<float> x = random_floats(n, 9);
       const std::vector<float> before = x;
@@ -184,7 +176,7 @@ TEST_CASE("scale multiplies in place", "[kernels]") {
 }
 
 TEST_CASE("tanh_scores matches a float64 reference, tanh saturating to exactly +-1", "[kernels]") {
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (auto [M, N, K] : gemm_shapes()) {
       INFO(set->name << " M=" << M << " N=" << N << " K=" << K);
       const size_t lda = K + 1, ldb = K + 2, ldc = N + 3;
@@ -210,7 +202,7 @@ TEST_CASE("tanh_scores matches a float64 reference, tanh saturating to exactly +
 
 TEST_CASE("every kernel set agrees with its scalar twin", "[kernels]") {
   const KernelSet& scalar = attn::kernels::kScalarKernels;
-  for (const KernelSet* set : kernel_sets())
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (size_t n : kSizes) {
       INFO(set->name << " n=" << n);
       const std::vector<float> A = random_floats(n * n, 10), B = random_floats(n * n, 11);
