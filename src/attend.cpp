@@ -127,18 +127,17 @@ void attend_with_weights(const AttentionBlocks& p, const PackedKeys& keys, int64
 }
 
 // Streaming path (online softmax, as in FlashAttention) for queries [i0, i0 + 32) of block b: key
-// tiles are folded into a running max, a running sum and an unnormalised output, which is rescaled
-// whenever the max grows. Scratch is one score tile and one bias row, whatever n and m are.
+// tiles are folded into a running max, a running sum and an unnormalised output tile, which is
+// rescaled whenever the max grows. Scratch is one score tile, one bias row and one output tile,
+// whatever n and m are; the output rows are written once, at the end.
 void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t b, int64_t i0, float* scores,
-                      float* bias, float* output) {
+                      float* bias, float* out, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   const float* V = block.value;
-  float* O = block.output;
-  const size_t ldv = block.ldv, ldo = block.ldo;
+  const size_t ldv = block.ldv, ldo = p.dv;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
-  float* out = O + i0 * ldo;
-  for (int64_t r = 0; r < rows; ++r) std::fill(out + r * ldo, out + r * ldo + p.dv, 0.0f);
+  std::fill(out, out + rows * ldo, 0.0f);
   float running_max[kQueryTile], running_sum[kQueryTile];
   int64_t visible_total[kQueryTile];
   std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
@@ -178,6 +177,8 @@ void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t 
     if (!hidden[r]) k.scale(out + r * ldo, p.dv, 1.0f / running_sum[r]);
   }
   zero_hidden_rows(p, hidden, rows, out, ldo);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(out + r * ldo, out + (r + 1) * ldo, block.output + (i0 + r) * block.ldo);
 }
 
 }  // namespace
@@ -194,7 +195,8 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
   // the threads at the end. Each thread gets its own scratch.
   const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
   const int64_t bias = weights ? p.m : kKeyTile;
-  const int64_t per_thread = bias + (weights ? 0 : kQueryTile * kKeyTile);
+  const int64_t scores = kQueryTile * kKeyTile;
+  const int64_t per_thread = bias + (weights ? 0 : scores + kQueryTile * p.dv);
   const int threads = thread_count();
   FloatBuffer scratch;
   Status status = scratch.allocate(per_thread * threads, "attention scratch");
@@ -205,7 +207,7 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
     if (weights)
       attend_with_weights(p, keys, b, i0, mine, weights, output);
     else
-      attend_streaming(p, keys, b, i0, mine + bias, mine, output);
+      attend_streaming(p, keys, b, i0, mine + bias, mine, mine + bias + scores, output);
   }, 2.0 * kQueryTile * p.m * (p.d + p.dv));
   return Status::success();
 }

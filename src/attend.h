@@ -47,7 +47,8 @@ struct AttentionBlocks {
 
 // Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous). Without weights it
 // takes the streaming (online-softmax) path, whose scratch does not depend on n or m. A query
-// that can see no key gets zero weights and a zero output.
+// that can see no key gets zero weights and a zero output. The output may be the query buffer
+// itself (with the same layout): each query tile is read in full before its output rows are written.
 Status attend(const AttentionBlocks& blocks, float* output, float* weights);
 
 }  // namespace attn

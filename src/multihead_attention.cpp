@@ -154,10 +154,10 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
              key.shape[batch_first ? 1 : 0], (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0)};
   const int64_t E = c.embed_dim, H = c.num_heads, head_dim = E / H;
 
-  FloatBuffer q, k, v, attended, all_head_weights;
+  // The attention output overwrites the projected queries (attend() allows it): one L x E buffer less.
+  FloatBuffer q, k, v, all_head_weights;
   const int64_t key_rows = g.all_keys() * g.batch;
-  for (auto [buffer, count] : {std::pair{&q, g.queries * g.batch * E}, {&k, key_rows * E}, {&v, key_rows * E},
-                               {&attended, g.queries * g.batch * E}}) {
+  for (auto [buffer, count] : {std::pair{&q, g.queries * g.batch * E}, {&k, key_rows * E}, {&v, key_rows * E}}) {
     status = buffer->allocate(count, "MultiheadAttention activations");
     if (!status.ok()) return status;
   }
@@ -226,7 +226,7 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
     if (!status.ok()) return status;
     head_weights = all_head_weights.data();
   }
-  status = attend(blocks, attended.data(), head_weights);
+  status = attend(blocks, q.data(), head_weights);
   if (!status.ok()) return status;
   if (average) {
     const int64_t plane = blocks.n * blocks.m;
@@ -240,7 +240,7 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       for (int64_t i = 0; i < plane; ++i) out[i] /= static_cast<float>(H);
     }
   }
-  linear(g.queries * g.batch, attended.data(), E, out_weight_, out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr,
+  linear(g.queries * g.batch, q.data(), E, out_weight_, out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr,
          output, E);
   return Status::success();
 }

@@ -92,10 +92,10 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   const int64_t H = config_.heads, D = config_.d_model, dk = d_k_, width = H * dk, P = config_.P;
 
   // The engine writes weights [B, H, n, m]: straight into `weights` when that is the layout asked for.
-  FloatBuffer q, q_biased, k, v, attended, head_weights;
+  // The attention output overwrites q + u (attend() allows it).
+  FloatBuffer q, q_biased, k, v, head_weights;
   for (auto [buffer, count] : {std::pair{&q, n * B * width}, {&q_biased, n * B * width}, {&k, m * B * width},
-                               {&v, m * B * width}, {&attended, n * B * width},
-                               {&head_weights, heads_first ? 0 : B * H * n * m}}) {
+                               {&v, m * B * width}, {&head_weights, heads_first ? 0 : B * H * n * m}}) {
     s = buffer->allocate(count, "RelativeMultiHeadAttention activations");
     if (!s.ok()) return s;
   }
@@ -164,7 +164,7 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   blocks.mask = &score_mask;
   blocks.dropout = &dropout;
   blocks.score_term = &positional;
-  s = attend(blocks, attended.data(), heads_first ? weights : head_weights.data());
+  s = attend(blocks, q_biased.data(), heads_first ? weights : head_weights.data());
   if (!s.ok()) return s;
   if (!heads_first)  // [B, H, n, m] -> [n, m, B, H], the layout labml returns.
     for (int64_t b = 0; b < B; ++b)
@@ -172,7 +172,7 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
         for (int64_t i = 0; i < n; ++i)
           for (int64_t j = 0; j < m; ++j)
             weights[((i * m + j) * B + b) * H + h] = head_weights.data()[((b * H + h) * n + i) * m + j];
-  linear(n * B, attended.data(), width, output_packed_, parameters_.get(output_bias_), output, D);
+  linear(n * B, q_biased.data(), width, output_packed_, parameters_.get(output_bias_), output, D);
   return Status::success();
 }
 
