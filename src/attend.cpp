@@ -24,15 +24,34 @@ struct RowMask {
   int64_t visible;
 };
 
-RowMask row_mask(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j0, int64_t j1, float* bias) {
-  const int64_t keys = j1 - j0;
-  if (!p.mask || p.mask->all_visible(i, j0, j1)) return {nullptr, keys, keys};
-  // The causal rule cuts the row short: the keys past i are neither biased nor exponentiated.
-  const int64_t length = p.mask->causal_limit(i, j0, j1);
-  if (length < 0) return {bias, keys, p.mask->fill_bias(b, i, j0, j1, bias)};
-  if (length == 0 || !p.mask->has_tensors()) return {nullptr, length, length};
-  return {bias, length, p.mask->fill_bias(b, i, j0, j0 + length, bias)};
-}
+// The rows of one query tile of block b against keys [j0, j1). The causal rule cuts each row short
+// (the keys past i are neither biased nor exponentiated); when no mask tensor depends on the query
+// (key padding, [1, m] masks), their bias row is built once for the whole tile.
+class TileMask {
+ public:
+  TileMask(const AttentionBlocks& p, int64_t b, int64_t i0, int64_t j0, int64_t j1, float* bias)
+      : p_(p), b_(b), j0_(j0), j1_(j1), bias_(bias) {
+    shared_ = p.mask && p.mask->has_tensors() && p.mask->same_for_every_query() &&
+              p.mask->causal_limit(i0, j0, j1) >= 0;
+    if (shared_) p.mask->fill_tensor_bias(b, i0, j0, j1, bias);
+  }
+
+  RowMask row(int64_t i) const {
+    const int64_t keys = j1_ - j0_;
+    if (!p_.mask || p_.mask->all_visible(i, j0_, j1_)) return {nullptr, keys, keys};
+    const int64_t length = p_.mask->causal_limit(i, j0_, j1_);
+    if (length < 0) return {bias_, keys, p_.mask->fill_bias(b_, i, j0_, j1_, bias_)};
+    if (length == 0 || !p_.mask->has_tensors()) return {nullptr, length, length};
+    if (shared_) return {bias_, length, count_visible(bias_, length)};
+    return {bias_, length, p_.mask->fill_bias(b_, i, j0_, j0_ + length, bias_)};
+  }
+
+ private:
+  const AttentionBlocks& p_;
+  int64_t b_, j0_, j1_;
+  float* bias_;
+  bool shared_ = false;
+};
 
 // Block b's first rows of Q, K, V and the output, and their row strides.
 struct Block {
@@ -111,9 +130,10 @@ void attend_with_weights(const AttentionBlocks& p, const PackedKeys& keys, int64
   const int64_t first_hidden = std::min(i0 + rows, p.m);
   const int64_t seen = p.mask && p.mask->hides_keys(i0 + rows - 1, first_hidden, p.m) ? first_hidden : p.m;
   compute_scores(p, block, keys, b, i0, rows, 0, seen, W + i0 * p.m, p.m);
+  const TileMask tile_mask(p, b, i0, 0, seen, bias);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
-    const RowMask mask = row_mask(p, b, i0 + r, 0, seen, bias);
+    const RowMask mask = tile_mask.row(i0 + r);
     hidden[r] = mask.visible == 0;
     const int64_t length = hidden[r] ? 0 : mask.length;
     std::fill(row + length, row + p.m, 0.0f);
@@ -148,9 +168,10 @@ void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t 
     // Under the causal rule, key tiles past the tile's last query are skipped: half the work.
     if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
     compute_scores(p, block, keys, b, i0, rows, j0, cols, scores, kKeyTile);
+    const TileMask tile_mask(p, b, i0, j0, j0 + cols, bias);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
-      const RowMask mask = row_mask(p, b, i0 + r, j0, j0 + cols, bias);
+      const RowMask mask = tile_mask.row(i0 + r);
       // A row that sees none of these keys contributes nothing and must not disturb the running max.
       const int64_t length = mask.visible == 0 ? 0 : mask.length;
       std::fill(s + length, s + cols, 0.0f);

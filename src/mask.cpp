@@ -61,9 +61,15 @@ void ScoreMask::add(const BroadcastMask& mask) {
   if (mask.view().present()) masks_[count_++] = mask;
 }
 
-int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const {
+bool ScoreMask::same_for_every_query() const {
+  for (int k = 0; k < count_; ++k)
+    if (masks_[k].query_stride() != 0) return false;
+  return true;
+}
+
+void ScoreMask::fill_tensor_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const {
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
-  for (int64_t j = j0; j < j1; ++j) bias[j - j0] = 0.0f;
+  std::fill(bias, bias + (j1 - j0), 0.0f);
   const int64_t masked_end = std::min(j1, width_);  // keys [j0, masked_end) are subject to masks
   for (int k = 0; k < count_; ++k) {
     const BroadcastMask& mask = masks_[k];
@@ -72,23 +78,27 @@ int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, f
     if (mask.view().type == MaskType::boolean) {
       const auto* bytes = static_cast<const uint8_t*>(mask.view().data) + base;
       const bool masked_value = mask.view().true_means_masked;
-      // A select rather than a conditional store, so that the compiler vectorises the usual stride 1.
-      if (stride == 1) {
-        for (int64_t j = 0; j < masked_end - j0; ++j) bias[j] = (bytes[j] != 0) == masked_value ? kMasked : bias[j];
-      } else {
-        for (int64_t j = 0; j < masked_end - j0; ++j)
-          bias[j] = (bytes[j * stride] != 0) == masked_value ? kMasked : bias[j];
-      }
+      // Added rather than stored, so that the compiler vectorises the loop; as in PyTorch, which adds
+      // a boolean mask as -inf to the other, a +inf there gives NaN.
+      for (int64_t j = 0; j < masked_end - j0; ++j) bias[j] += (bytes[j * stride] != 0) == masked_value ? kMasked : 0.0f;
     } else {
       const float* values = static_cast<const float*>(mask.view().data) + base;
       for (int64_t j = 0; j < masked_end - j0; ++j) bias[j] += values[j * stride];
     }
   }
-  if (causal_)
-    for (int64_t j = std::max(j0, i + 1); j < masked_end; ++j) bias[j - j0] = kMasked;
+}
+
+int64_t count_visible(const float* bias, int64_t keys) {
   int64_t visible = 0;
-  for (int64_t j = 0; j < j1 - j0; ++j) visible += bias[j] != kMasked;
+  for (int64_t j = 0; j < keys; ++j) visible += bias[j] != -std::numeric_limits<float>::infinity();
   return visible;
+}
+
+int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const {
+  fill_tensor_bias(batch, i, j0, j1, bias);
+  if (causal_)
+    for (int64_t j = std::max(j0, i + 1); j < std::min(j1, width_); ++j) bias[j - j0] = -std::numeric_limits<float>::infinity();
+  return count_visible(bias, j1 - j0);
 }
 
 Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, Shape* merged) {

@@ -25,6 +25,7 @@ class BroadcastMask {
   // Offset of element [batch..., i, 0], where `batch` indexes the flattened leading dimensions.
   int64_t row_offset(int64_t batch, int64_t i) const;
   int64_t key_stride() const { return key_stride_; }
+  int64_t query_stride() const { return query_stride_; }
 
  private:
   void set_strides(const Shape& scores, const int64_t* strides);
@@ -62,11 +63,15 @@ class ScoreMask {
   }
   // Whether any mask tensor was added (beyond the causal rule).
   bool has_tensors() const { return count_ > 0; }
+  // Whether the mask tensors give every query of a block the same row (key padding, [1, m] masks).
+  bool same_for_every_query() const;
   // True when the causal rule hides keys [j0, j1) from every query up to `last_query`.
   bool hides_keys(int64_t last_query, int64_t j0, int64_t j1) const { return causal_ && j0 > last_query && j1 <= width_; }
   // Writes bias[j - j0] for keys [j0, j1) of query i in leading block `batch`: the sum of the
   // additive masks, or -inf where any mask hides the key. Returns how many keys stay visible.
   int64_t fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const;
+  // fill_bias without the causal rule and without the count: the mask tensors alone.
+  void fill_tensor_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const;
 
  private:
   static constexpr int kMaxMasks = 2;
@@ -75,6 +80,9 @@ class ScoreMask {
   bool causal_ = false;
   int64_t width_ = INT64_MAX;
 };
+
+// How many of bias[0, keys) are not -inf: the keys a bias row leaves visible.
+int64_t count_visible(const float* bias, int64_t keys);
 
 // masks.merge: the single additive mask MultiheadAttention applies, [N*heads, n, m] (n = 1 without
 // an attention mask): -inf where either mask hides the key, else the sum of the additive values.
