@@ -26,7 +26,8 @@ struct RowMask {
 
 // The rows of one query tile of block b against keys [j0, j1). The causal rule cuts each row short
 // (the keys past i are neither biased nor exponentiated); when no mask tensor depends on the query
-// (key padding, [1, m] masks), their bias row is built once for the whole tile.
+// (key padding, [1, m] masks), their bias row is built once for the whole tile, and its visible
+// keys are counted as the rows' lengths grow.
 class TileMask {
  public:
   TileMask(const AttentionBlocks& p, int64_t b, int64_t i0, int64_t j0, int64_t j1, float* bias)
@@ -36,21 +37,31 @@ class TileMask {
     if (shared_) p.mask->fill_tensor_bias(b, i0, j0, j1, bias);
   }
 
-  RowMask row(int64_t i) const {
+  RowMask row(int64_t i) {
     const int64_t keys = j1_ - j0_;
     if (!p_.mask || p_.mask->all_visible(i, j0_, j1_)) return {nullptr, keys, keys};
     const int64_t length = p_.mask->causal_limit(i, j0_, j1_);
     if (length < 0) return {bias_, keys, p_.mask->fill_bias(b_, i, j0_, j1_, bias_)};
     if (length == 0 || !p_.mask->has_tensors()) return {nullptr, length, length};
-    if (shared_) return {bias_, length, count_visible(bias_, length)};
+    if (shared_) return {bias_, length, visible_in_first(length)};
     return {bias_, length, p_.mask->fill_bias(b_, i, j0_, j0_ + length, bias_)};
   }
 
  private:
+  // Visible keys among the shared row's first `length`: the causal rows of a tile ask for lengths
+  // that grow by one, so the count only extends.
+  int64_t visible_in_first(int64_t length) {
+    if (length < counted_) counted_ = visible_ = 0;
+    visible_ += count_visible(bias_ + counted_, length - counted_);
+    counted_ = length;
+    return visible_;
+  }
+
   const AttentionBlocks& p_;
   int64_t b_, j0_, j1_;
   float* bias_;
   bool shared_ = false;
+  int64_t counted_ = 0, visible_ = 0;
 };
 
 // Block b's first rows of Q, K, V and the output, and their row strides.
@@ -130,7 +141,7 @@ void attend_with_weights(const AttentionBlocks& p, const PackedKeys& keys, int64
   const int64_t first_hidden = std::min(i0 + rows, p.m);
   const int64_t seen = p.mask && p.mask->hides_keys(i0 + rows - 1, first_hidden, p.m) ? first_hidden : p.m;
   compute_scores(p, block, keys, b, i0, rows, 0, seen, W + i0 * p.m, p.m);
-  const TileMask tile_mask(p, b, i0, 0, seen, bias);
+  TileMask tile_mask(p, b, i0, 0, seen, bias);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
     const RowMask mask = tile_mask.row(i0 + r);
@@ -168,7 +179,7 @@ void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t 
     // Under the causal rule, key tiles past the tile's last query are skipped: half the work.
     if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
     compute_scores(p, block, keys, b, i0, rows, j0, cols, scores, kKeyTile);
-    const TileMask tile_mask(p, b, i0, j0, j0 + cols, bias);
+    TileMask tile_mask(p, b, i0, j0, j0 + cols, bias);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
       const RowMask mask = tile_mask.row(i0 + r);
