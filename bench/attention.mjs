@@ -3,6 +3,8 @@
 // L = 128, 512, 2048 (and 4096 with --large), in one process: the package (SIMD, scalar, 1 and 2
 // threads, weights off and on), the same core built natively, onnxruntime-web, tfjs-wasm and plain
 // JS, all on the same weights and input; every output is checked against ours before timing.
+// Then what masks cost our streaming path (ours-simd-mask rows: none, key padding, a float
+// attnMask, causal, causal + key padding).
 //
 //   node bench/attention.mjs [--large] [--json FILE] [--only impl,...] [--shapes L,...]
 //   (npm run bench -- ... also builds first: scripts/bench.sh)
@@ -40,7 +42,7 @@ if (args.help) {
   console.log(`usage: node bench/attention.mjs [--large] [--json FILE] [--only impl,...] [--shapes L,...]
   --large     adds L = 4096, the scalar build and plain JS at every L, and the L = ${MEMORY_L} memory row
   --json      writes the measured rows to FILE
-  --only      runs only these impls (ours-simd always runs: it is the reference)
+  --only      runs only these impls (ours-simd always runs: it is the reference; ours-simd-mask: the mask costs)
   --shapes    these L instead of the default ones`);
   process.exit(0);
 }
@@ -246,6 +248,42 @@ async function benchOrt(L, threads) {
   }
   const { formulation, failed, ...best } = ok[0];
   report({ ...row, ...best, formulation, note: `won: ${formulation} (medians ms: ${summary})` });
+}
+
+// ---------------------------------------------------------------------------------------------
+// What masks cost on the streaming path (ours-simd, 1 thread, weights off), against no mask.
+
+if (selected('ours-simd-mask')) {
+  console.log(`
+mask cost: ours-simd, 1 thread, weights off; ratio = median / the unmasked median at the same L
+(key padding hides the last 7 keys; the float attnMask [L, L] adds -1 to every 13th score).`);
+  console.log(tableHeader());
+  for (const L of SHAPES.filter((l) => l <= 2048)) {
+    const x = input(L);
+    const padding = ours.simd1.masks.keyPadding([L - 7], L);
+    const floatMask = { data: new Float32Array(L * L).map((_, k) => (k % 13 === 0 ? -1 : 0)), shape: [L, L] };
+    const variants = [
+      ['none', {}],
+      ['keyPadding', { keyPaddingMask: padding }],
+      ['float attnMask', { attnMask: floatMask }],
+      ['causal', { isCausal: true }],
+      ['causal + keyPadding', { isCausal: true, keyPaddingMask: padding }],
+    ];
+    let unmasked;
+    for (const [mask, options] of variants) {
+      const row = { impl: 'ours-simd-mask', L, threads: 1, weights: false, mask };
+      try {
+        const run = ours.simd1.runner(x, L, false, options);
+        const [, firstRunMs] = await timeOnce(run);
+        const timing = await measure(run, planFor(L), { firstRunMs });
+        unmasked ??= timing.median_ms;
+        rows.push({ ...row, ...timing, ratio: timing.median_ms / unmasked });
+        console.log(tableRow({ ...row, ...timing, ratio: timing.median_ms / unmasked, note: mask }));
+      } catch (error) {
+        reportFailure(row, error);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,11 +11,15 @@ export async function loadOurs(opts) {
   return {
     attn,
     features: attn.features,
-    /** A forward over x [L, 1, E]: causal self-attention, returning the output data. */
-    runner(x, L, needWeights) {
+    /**
+     * A forward over x [L, 1, E], returning the output data: causal self-attention, or the
+     * `masks` given (forward's isCausal, keyPaddingMask, attnMask).
+     */
+    runner(x, L, needWeights, masks = { isCausal: true }) {
       const query = { data: x, shape: [L, 1, E] };
-      return () => mha.forward(query, null, null, { isCausal: true, needWeights }).output.data;
+      return () => mha.forward(query, null, null, { ...masks, needWeights }).output.data;
     },
+    masks: attn.masks,
     dispose() {
       mha.dispose();
     },
