@@ -32,7 +32,7 @@ void set_elements(benchmark::State& state, size_t elements) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * elements));
 }
 
-// Scores of a 32-query tile against a 128-key tile (args: M, N, K = head dim).
+// Unpacked A·Bᵀ, as relative attention's positional term runs it (args: M, N, K = head dim).
 void gemm_nt(benchmark::State& state, const KernelSet* set) {
   const size_t M = state.range(0), N = state.range(1), K = state.range(2);
   const std::vector<float> A = wave(M * K), B = wave(N * K);

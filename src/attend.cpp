@@ -27,7 +27,8 @@ struct RowMask {
 // The rows of one query tile of block b against keys [j0, j1). The causal rule cuts each row short
 // (the keys past i are neither biased nor exponentiated); when no mask tensor depends on the query
 // (key padding, [1, m] masks), their bias row is built once for the whole tile, and its visible
-// keys are counted as the rows' lengths grow.
+// keys are counted as the rows' lengths grow. A tile reaching past the masked width (bias_k and
+// zero-attention keys, which no mask hides) gets one full bias row per query instead.
 class TileMask {
  public:
   TileMask(const AttentionBlocks& p, int64_t b, int64_t i0, int64_t j0, int64_t j1, float* bias)
@@ -105,7 +106,7 @@ Status pack_keys(const AttentionBlocks& p, FloatBuffer* storage, PackedKeys* key
 }
 
 // Scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) (j0 a multiple of 8): Q·Kᵀ
-// through the packed GEMM, or the operator's own score function.
+// through the packed GEMM plus the operator's score_term, or the operator's own score function.
 void compute_scores(const AttentionBlocks& p, const Block& block, const PackedKeys& keys, int64_t b, int64_t i0,
                     int64_t rows, int64_t j0, int64_t cols, float* scores, size_t ld) {
   if (p.score) {

@@ -78,8 +78,8 @@ void ScoreMask::fill_tensor_bias(int64_t batch, int64_t i, int64_t j0, int64_t j
     if (mask.view().type == MaskType::boolean) {
       const auto* bytes = static_cast<const uint8_t*>(mask.view().data) + base;
       const bool masked_value = mask.view().true_means_masked;
-      // Added rather than stored, so that the compiler vectorises the loop; as in PyTorch, which adds
-      // a boolean mask as -inf to the other, a +inf there gives NaN.
+      // Added rather than stored, so that the compiler vectorises the loop (for stride 1); as in
+      // PyTorch, which adds a boolean mask as -inf to the other, a +inf there gives NaN.
       for (int64_t j = 0; j < masked_end - j0; ++j) bias[j] += (bytes[j * stride] != 0) == masked_value ? kMasked : 0.0f;
     } else {
       const float* values = static_cast<const float*>(mask.view().data) + base;

@@ -68,7 +68,8 @@ class ScoreMask {
   // True when the causal rule hides keys [j0, j1) from every query up to `last_query`.
   bool hides_keys(int64_t last_query, int64_t j0, int64_t j1) const { return causal_ && j0 > last_query && j1 <= width_; }
   // Writes bias[j - j0] for keys [j0, j1) of query i in leading block `batch`: the sum of the
-  // additive masks, or -inf where any mask hides the key. Returns how many keys stay visible.
+  // masks, a boolean one counting as -inf where it hides the key (so -inf there, or NaN where an
+  // additive mask holds +inf, as PyTorch's merge gives). Returns how many keys stay visible.
   int64_t fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const;
   // fill_bias without the causal rule and without the count: the mask tensors alone.
   void fill_tensor_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const;
@@ -85,7 +86,7 @@ class ScoreMask {
 int64_t count_visible(const float* bias, int64_t keys);
 
 // masks.merge: the single additive mask MultiheadAttention applies, [N*heads, n, m] (n = 1 without
-// an attention mask): -inf where either mask hides the key, else the sum of the additive values.
+// an attention mask): the sum of both, a boolean mask counting as -inf where it hides the key.
 // attn_mask: [n, m] or [N*heads, n, m] (boolean 1 = not allowed); key_padding_mask: [N, m]
 // (boolean 1 = padding). check_merge_masks reads shapes only.
 Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, Shape* merged);

@@ -293,14 +293,14 @@ function accept(job, result) {
     el.error.hidden = true;
     $('.view-body').classList.remove('stale');
   }
-  // The checks read every weight (33 MB at 512 tokens and 16 heads): they run once the picture is
-  // up, then the result is published and the page is ready.
-  setTimeout(() => {
+  // The checks read every weight (33 MB at 512 tokens and 16 heads): they run once the picture has
+  // been painted (the task after the next frame), then the result is published and the page is ready.
+  requestAnimationFrame(() => setTimeout(() => {
     if (ui.shown !== shown) return; // a newer result replaced this one
     shown.checks = checkResult(shown);
     publish();
     if (!ui.inputError && !inFlight) setState('ready');
-  }, 0);
+  }, 0));
 }
 
 function resetViews() {
@@ -574,7 +574,7 @@ function publish() {
     masked: small ? Array.from(r.masked) : null,
     outputMaxAbs: small ? Array.from(r.outputMaxAbs) : null,
     fullyMasked: r.fullyMasked,
-    checks: r.checks,
+    checks: r.checks ?? null, // null until the checks after drawing have run
     weightsShape: r.weightsShape,
     outputShape: r.outputShape,
     call: r.call,

@@ -190,7 +190,7 @@ function compute(runner, request) {
     mark = now;
     return value;
   };
-  const weights = own(raw.weights.data);
+  const weights = phase('weights', own(raw.weights.data));
   const masked = phase('mask', maskedCells(spec, m));
   const outputMaxAbs = phase('output', rowMaxAbs(raw.output, N, n, outputLayout));
   const fullyMasked = phase('fullyMasked', fullyMaskedRows(masked, N, n, m));
