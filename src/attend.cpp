@@ -85,37 +85,71 @@ Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
           static_cast<size_t>(p.output_layout.row_stride)};
 }
 
-// Every block's keys packed once for gemm_packed (block b at b * packed_size(d, m)): each query
-// tile then multiplies by them without repacking.
-struct PackedKeys {
-  const float* data;
-  int64_t block_size;
-  const float* panel(int64_t b, int64_t j0, int64_t d) const { return data + b * block_size + j0 * d; }
+// Every block's keys and values packed once for gemm_packed, so that query tiles multiply by them
+// without repacking: keys as one Kᵀ operand over all m keys (block b at b * keys_size), values
+// as one operand per tile of kKeyTile keys (the tile at j0 starts j0 * values_width floats into
+// the block). Values are read in place otherwise: a head's rows lie E floats apart in a [L, N, E]
+// projection, 2 KiB at E = 512, so a tile's rows crowd a few L1 sets and evict each other.
+struct PackedOperands {
+  const float* keys;
+  int64_t keys_size;
+  const float* values;
+  int64_t values_size, values_width;
+  const float* key_panel(int64_t b, int64_t j0, int64_t d) const { return keys + b * keys_size + j0 * d; }
+  const float* value_tile(int64_t b, int64_t j0) const { return values + b * values_size + j0 * values_width; }
 };
 
-Status pack_keys(const AttentionBlocks& p, FloatBuffer* storage, PackedKeys* keys) {
-  const int64_t block_size = static_cast<int64_t>(kernels::packed_size(p.d, p.m));
-  Status s = storage->allocate(p.batch * block_size, "packed keys");
+Status pack_operands(const AttentionBlocks& p, FloatBuffer* storage, PackedOperands* packed) {
+  const int64_t keys_size = p.score ? 0 : static_cast<int64_t>(kernels::packed_size(p.d, p.m));
+  const int64_t values_width = static_cast<int64_t>(kernels::packed_size(1, p.dv));
+  const int64_t values_size = p.m * values_width;
+  Status s = storage->allocate(p.batch * (keys_size + values_size), "packed keys and values");
   if (!s.ok()) return s;
+  float* keys = storage->data();
+  float* values = keys + p.batch * keys_size;
   parallel_for(p.batch, [&](int64_t b, int) {
-    kernels::pack_transposed(p.d, p.m, p.key + p.key_layout.offset(b), p.key_layout.row_stride,
-                             storage->data() + b * block_size);
-  }, static_cast<double>(p.d) * p.m);
-  *keys = {storage->data(), block_size};
+    if (keys_size)
+      kernels::pack_transposed(p.d, p.m, p.key + p.key_layout.offset(b), p.key_layout.row_stride, keys + b * keys_size);
+    const float* value = p.value + p.value_layout.offset(b);
+    for (int64_t j0 = 0; j0 < p.m; j0 += kKeyTile)
+      kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, value + j0 * p.value_layout.row_stride,
+                         p.value_layout.row_stride, values + b * values_size + j0 * values_width);
+  }, static_cast<double>(p.d + p.dv) * p.m);
+  *packed = {keys, keys_size, values, values_size, values_width};
   return Status::success();
 }
 
 // Scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) (j0 a multiple of 8): Q·Kᵀ
 // through the packed GEMM plus the operator's score_term, or the operator's own score function.
-void compute_scores(const AttentionBlocks& p, const Block& block, const PackedKeys& keys, int64_t b, int64_t i0,
+void compute_scores(const AttentionBlocks& p, const Block& block, const PackedOperands& operands, int64_t b, int64_t i0,
                     int64_t rows, int64_t j0, int64_t cols, float* scores, size_t ld) {
   if (p.score) {
     (*p.score)(b, i0, rows, j0, cols, scores, ld);
     return;
   }
   kernels::active_kernels().gemm_packed(rows, cols, p.d, block.query + i0 * block.ldq, block.ldq,
-                                        keys.panel(b, j0, p.d), nullptr, scores, ld);
+                                        operands.key_panel(b, j0, p.d), nullptr, scores, ld);
   if (p.score_term) (*p.score_term)(b, i0, rows, j0, cols, scores, ld);
+}
+
+// out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V, j0 a multiple of kKeyTile: whole
+// key tiles through the packed values (`product` is rows x dv scratch), a tile cut short by j1
+// through gemm_nn on V in place.
+void add_weighted_values(const AttentionBlocks& p, const PackedOperands& operands, const Block& block, int64_t b,
+                         const float* P, size_t ldp, int64_t rows, int64_t j0, int64_t j1, float* out, size_t ldo,
+                         float* product) {
+  const kernels::KernelSet& k = kernels::active_kernels();
+  for (int64_t t0 = j0; t0 < j1; t0 += kKeyTile) {
+    const int64_t tile_end = std::min(t0 + kKeyTile, p.m), used = std::min(j1, tile_end) - t0;
+    const float* weights = P + (t0 - j0);
+    if (used < tile_end - t0) {
+      k.gemm_nn(rows, p.dv, used, weights, ldp, block.value + t0 * block.ldv, block.ldv, out, ldo, true);
+      continue;
+    }
+    k.gemm_packed(rows, p.dv, used, weights, ldp, operands.value_tile(b, t0), nullptr, product, p.dv);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < p.dv; ++c) out[r * ldo + c] += product[r * p.dv + c];
+  }
 }
 
 bool dropout_active(const AttentionBlocks& p) { return p.dropout && p.dropout->active(); }
@@ -127,21 +161,21 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
 }
 
 // Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the caller's
-// weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats.
-void attend_with_weights(const AttentionBlocks& p, const PackedKeys& keys, int64_t b, int64_t i0, float* bias,
-                         float* weights, float* output) {
+// weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats
+// and one product tile.
+void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, int64_t i0, float* bias,
+                         float* product, float* weights, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
-  const float* V = block.value;
   float* O = block.output;
-  const size_t ldv = block.ldv, ldo = block.ldo;
+  const size_t ldo = block.ldo;
   float* W = weights + b * p.n * p.m;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
   // Keys the causal rule hides from every query of the tile get weight 0 without being scored.
   const int64_t first_hidden = std::min(i0 + rows, p.m);
   const int64_t seen = p.mask && p.mask->hides_keys(i0 + rows - 1, first_hidden, p.m) ? first_hidden : p.m;
-  compute_scores(p, block, keys, b, i0, rows, 0, seen, W + i0 * p.m, p.m);
+  compute_scores(p, block, operands, b, i0, rows, 0, seen, W + i0 * p.m, p.m);
   TileMask tile_mask(p, b, i0, 0, seen, bias);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + (i0 + r) * p.m;
@@ -154,20 +188,20 @@ void attend_with_weights(const AttentionBlocks& p, const PackedKeys& keys, int64
     k.scale(row, length, 1.0f / k.exp_sum(row, length, max));
     if (dropout_active(p)) p.dropout->apply(row, seen, (b * p.n + i0 + r) * p.m);
   }
-  k.gemm_nn(rows, p.dv, seen, W + i0 * p.m, p.m, V, ldv, O + i0 * ldo, ldo, false);
+  for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * ldo, O + (i0 + r) * ldo + p.dv, 0.0f);
+  add_weighted_values(p, operands, block, b, W + i0 * p.m, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
   zero_hidden_rows(p, hidden, rows, O + i0 * ldo, ldo);
 }
 
 // Streaming path (online softmax, as in FlashAttention) for queries [i0, i0 + 32) of block b: key
 // tiles are folded into a running max, a running sum and an unnormalised output tile, which is
-// rescaled whenever the max grows. Scratch is one score tile, one bias row and one output tile,
-// whatever n and m are; the output rows are written once, at the end.
-void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t b, int64_t i0, float* scores,
-                      float* bias, float* out, float* output) {
+// rescaled whenever the max grows. Scratch is one score tile, one bias row, one output tile and one
+// product tile, whatever n and m are; the output rows are written once, at the end.
+void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, int64_t i0, float* scores,
+                      float* bias, float* out, float* product, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
-  const float* V = block.value;
-  const size_t ldv = block.ldv, ldo = p.dv;
+  const size_t ldo = p.dv;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   std::fill(out, out + rows * ldo, 0.0f);
   float running_max[kQueryTile], running_sum[kQueryTile];
@@ -179,7 +213,7 @@ void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t 
     const int64_t cols = std::min(kKeyTile, p.m - j0);
     // Under the causal rule, key tiles past the tile's last query are skipped: half the work.
     if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
-    compute_scores(p, block, keys, b, i0, rows, j0, cols, scores, kKeyTile);
+    compute_scores(p, block, operands, b, i0, rows, j0, cols, scores, kKeyTile);
     TileMask tile_mask(p, b, i0, j0, j0 + cols, bias);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
@@ -202,7 +236,7 @@ void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t 
       running_max[r] = new_max;
       if (dropout_active(p)) p.dropout->apply(s, cols, (b * p.n + i0 + r) * p.m + j0);
     }
-    k.gemm_nn(rows, p.dv, cols, scores, kKeyTile, V + j0 * ldv, ldv, out, ldo, true);
+    add_weighted_values(p, operands, block, b, scores, kKeyTile, rows, j0, j0 + cols, out, ldo, product);
   }
   bool hidden[kQueryTile];
   for (int64_t r = 0; r < rows; ++r) {
@@ -218,18 +252,17 @@ void attend_streaming(const AttentionBlocks& p, const PackedKeys& keys, int64_t 
 
 Status attend(const AttentionBlocks& p, float* output, float* weights) {
   FloatBuffer packed_storage;
-  PackedKeys keys{nullptr, 0};
-  if (!p.score) {
-    Status s = pack_keys(p, &packed_storage, &keys);
-    if (!s.ok()) return s;
-  }
+  PackedOperands operands;
+  Status s = pack_operands(p, &packed_storage, &operands);
+  if (!s.ok()) return s;
   // Work items are (block, query tile) pairs, each block's last tile first: under the causal mask
   // later tiles see more keys, and handing out the big items first leaves small ones to even out
   // the threads at the end. Each thread gets its own scratch.
   const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
   const int64_t bias = weights ? p.m : kKeyTile;
   const int64_t scores = kQueryTile * kKeyTile;
-  const int64_t per_thread = bias + (weights ? 0 : scores + kQueryTile * p.dv);
+  const int64_t tile = kQueryTile * p.dv;  // an output tile, and the product of one key tile
+  const int64_t per_thread = bias + tile + (weights ? 0 : scores + tile);
   const int threads = thread_count();
   FloatBuffer scratch;
   Status status = scratch.allocate(per_thread * threads, "attention scratch");
@@ -238,9 +271,9 @@ Status attend(const AttentionBlocks& p, float* output, float* weights) {
     const int64_t b = item / tiles, i0 = (tiles - 1 - item % tiles) * kQueryTile;
     float* mine = scratch.data() + worker * per_thread;
     if (weights)
-      attend_with_weights(p, keys, b, i0, mine, weights, output);
+      attend_with_weights(p, operands, b, i0, mine, mine + bias, weights, output);
     else
-      attend_streaming(p, keys, b, i0, mine + bias, mine, mine + bias + scores, output);
+      attend_streaming(p, operands, b, i0, mine + bias + tile, mine, mine + bias + tile + scores, mine + bias, output);
   }, 2.0 * kQueryTile * p.m * (p.d + p.dv));
   return Status::success();
 }

@@ -21,4 +21,13 @@ inline void pack_transposed(size_t K, size_t N, const float* bt, size_t ldb, flo
   }
 }
 
+// B given as it is stored, [K, N] row-major with row stride ldb (values [m, dv]).
+inline void pack_rows(size_t K, size_t N, const float* b, size_t ldb, float* packed) {
+  for (size_t j0 = 0; j0 < N; j0 += kPanel) {
+    float* panel = packed + j0 * K;
+    for (size_t k = 0; k < K; ++k)
+      for (size_t c = 0; c < kPanel; ++c) panel[k * kPanel + c] = j0 + c < N ? b[k * ldb + j0 + c] : 0.0f;
+  }
+}
+
 }  // namespace attn::kernels
