@@ -65,22 +65,19 @@ class TileMask {
   int64_t counted_ = 0, visible_ = 0;
 };
 
-// Block b's first rows of Q, K, V and the output, and their row strides.
+// Block b's first rows of Q, V and the output, and their row strides (keys are read packed).
 struct Block {
   const float* query;
-  const float* key;
   const float* value;
   float* output;
-  size_t ldq, ldk, ldv, ldo;
+  size_t ldq, ldv, ldo;
 };
 
 Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
   return {p.query + p.query_layout.offset(b),
-          p.key + p.key_layout.offset(b),
           p.value + p.value_layout.offset(b),
           output + p.output_layout.offset(b),
           static_cast<size_t>(p.query_layout.row_stride),
-          static_cast<size_t>(p.key_layout.row_stride),
           static_cast<size_t>(p.value_layout.row_stride),
           static_cast<size_t>(p.output_layout.row_stride)};
 }

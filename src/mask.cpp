@@ -5,6 +5,12 @@
 #include <limits>
 
 namespace attn {
+namespace {
+
+// The bias of a hidden key.
+constexpr float kMasked = -std::numeric_limits<float>::infinity();
+
+}  // namespace
 
 Status BroadcastMask::check(const MaskView& mask, const Shape& scores, const char* argument) {
   bool fits = mask.shape.rank <= scores.rank;
@@ -68,7 +74,6 @@ bool ScoreMask::same_for_every_query() const {
 }
 
 void ScoreMask::fill_tensor_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const {
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();
   std::fill(bias, bias + (j1 - j0), 0.0f);
   const int64_t masked_end = std::min(j1, width_);  // keys [j0, masked_end) are subject to masks
   for (int k = 0; k < count_; ++k) {
@@ -90,14 +95,14 @@ void ScoreMask::fill_tensor_bias(int64_t batch, int64_t i, int64_t j0, int64_t j
 
 int64_t count_visible(const float* bias, int64_t keys) {
   int64_t visible = 0;
-  for (int64_t j = 0; j < keys; ++j) visible += bias[j] != -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < keys; ++j) visible += bias[j] != kMasked;
   return visible;
 }
 
 int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const {
   fill_tensor_bias(batch, i, j0, j1, bias);
   if (causal_)
-    for (int64_t j = std::max(j0, i + 1); j < std::min(j1, width_); ++j) bias[j - j0] = -std::numeric_limits<float>::infinity();
+    for (int64_t j = std::max(j0, i + 1); j < std::min(j1, width_); ++j) bias[j - j0] = kMasked;
   return count_visible(bias, j1 - j0);
 }
 

@@ -96,17 +96,8 @@ export function bitIdentical(a, b) {
   return x.every((byte, i) => byte === y[i]);
 }
 
-/** A small deterministic PRNG (mulberry32) returning floats in [0, 1). */
-export function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG (mulberry32) returning floats in [0, 1): the demo's own, DOM-free. */
+export { mulberry32 as rng } from '../../web/embeddings.js';
 
 /** A tensor of the given shape filled with uniform values in [-1, 1) from `random`. */
 export function randomTensor(shape, random) {
