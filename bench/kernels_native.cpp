@@ -44,19 +44,8 @@ void gemm_nt(benchmark::State& state, const KernelSet* set) {
   set_flops(state, 2.0 * M * N * K);
 }
 
-// Weights times values: a 32-query tile over 128 keys (args: M, N = value dim, K = keys).
-void gemm_nn(benchmark::State& state, const KernelSet* set) {
-  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
-  const std::vector<float> A = wave(M * K), B = wave(K * N);
-  std::vector<float> C(M * N);
-  for (auto _ : state) {
-    set->gemm_nn(M, N, K, A.data(), K, B.data(), N, C.data(), N, true);
-    benchmark::DoNotOptimize(C.data());
-  }
-  set_flops(state, 2.0 * M * N * K);
-}
-
-// Projections (weights packed once) and packed-key scores (args: M, N, K).
+// Projections (weights packed once), packed-key scores and weights times packed values
+// (args: M, N, K).
 void gemm_packed(benchmark::State& state, const KernelSet* set) {
   const size_t M = state.range(0), N = state.range(1), K = state.range(2);
   const std::vector<float> A = wave(M * K), Bt = wave(N * K), bias = wave(N);
@@ -130,9 +119,10 @@ void register_all() {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets()) {
     const std::string suffix = std::string("/") + set->name;
     benchmark::RegisterBenchmark(("gemm_nt" + suffix).c_str(), gemm_nt, set)->Args({32, 128, 64})->Args({32, 128, 8});
-    benchmark::RegisterBenchmark(("gemm_nn" + suffix).c_str(), gemm_nn, set)->Args({32, 64, 128})->Args({32, 8, 128});
     benchmark::RegisterBenchmark(("gemm_packed" + suffix).c_str(), gemm_packed, set)
         ->Args({32, 128, 64})
+        ->Args({32, 64, 128})
+        ->Args({32, 8, 96})
         ->Args({256, 512, 512})
         ->Args({1024, 1024, 1024});
     benchmark::RegisterBenchmark(("scale_bias_max" + suffix).c_str(), scale_bias_max, set)->Arg(128)->Arg(2048);

@@ -65,28 +65,23 @@ class TileMask {
   int64_t counted_ = 0, visible_ = 0;
 };
 
-// Block b's first rows of Q, V and the output, and their row strides (keys are read packed).
+// Block b's first rows of Q and the output, and their row strides (keys and values are read packed).
 struct Block {
   const float* query;
-  const float* value;
   float* output;
-  size_t ldq, ldv, ldo;
+  size_t ldq, ldo;
 };
 
 Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
-  return {p.query + p.query_layout.offset(b),
-          p.value + p.value_layout.offset(b),
-          output + p.output_layout.offset(b),
-          static_cast<size_t>(p.query_layout.row_stride),
-          static_cast<size_t>(p.value_layout.row_stride),
-          static_cast<size_t>(p.output_layout.row_stride)};
+  return {p.query + p.query_layout.offset(b), output + p.output_layout.offset(b),
+          static_cast<size_t>(p.query_layout.row_stride), static_cast<size_t>(p.output_layout.row_stride)};
 }
 
 // Every block's keys and values packed once for gemm_packed, so that query tiles multiply by them
 // without repacking: keys as one Kᵀ operand over all m keys (block b at b * keys_size), values
 // as one operand per tile of kKeyTile keys (the tile at j0 starts j0 * values_width floats into
-// the block). Values are read in place otherwise: a head's rows lie E floats apart in a [L, N, E]
-// projection, 2 KiB at E = 512, so a tile's rows crowd a few L1 sets and evict each other.
+// the block). Read in place, a head's value rows would lie E floats apart in a [L, N, E]
+// projection, 2 KiB at E = 512, so a tile's rows would crowd a few L1 sets and evict each other.
 struct PackedOperands {
   const float* keys;
   int64_t keys_size;
@@ -129,21 +124,25 @@ void compute_scores(const AttentionBlocks& p, const Block& block, const PackedOp
   if (p.score_term) (*p.score_term)(b, i0, rows, j0, cols, scores, ld);
 }
 
-// out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V, j0 a multiple of kKeyTile: whole
-// key tiles through the packed values (`product` is rows x dv scratch), a tile cut short by j1
-// through gemm_nn on V in place.
-void add_weighted_values(const AttentionBlocks& p, const PackedOperands& operands, const Block& block, int64_t b,
-                         const float* P, size_t ldp, int64_t rows, int64_t j0, int64_t j1, float* out, size_t ldo,
-                         float* product) {
+// out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V, j0 a multiple of kKeyTile, through
+// the packed value tiles (`product` is rows x dv scratch). A tile cut short by j1 (at the causal
+// diagonal) multiplies only its first keys: each of its panels on its own, since a panel holds the
+// whole tile's depth.
+void add_weighted_values(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, const float* P,
+                         size_t ldp, int64_t rows, int64_t j0, int64_t j1, float* out, size_t ldo, float* product) {
   const kernels::KernelSet& k = kernels::active_kernels();
+  const int64_t panel = static_cast<int64_t>(kernels::kPanel);
   for (int64_t t0 = j0; t0 < j1; t0 += kKeyTile) {
-    const int64_t tile_end = std::min(t0 + kKeyTile, p.m), used = std::min(j1, tile_end) - t0;
+    const int64_t depth = std::min(t0 + kKeyTile, p.m) - t0, used = std::min(j1 - t0, depth);
     const float* weights = P + (t0 - j0);
-    if (used < tile_end - t0) {
-      k.gemm_nn(rows, p.dv, used, weights, ldp, block.value + t0 * block.ldv, block.ldv, out, ldo, true);
-      continue;
+    const float* tile = operands.value_tile(b, t0);
+    if (used == depth) {
+      k.gemm_packed(rows, p.dv, depth, weights, ldp, tile, nullptr, product, p.dv);
+    } else {
+      for (int64_t c0 = 0; c0 < p.dv; c0 += panel)
+        k.gemm_packed(rows, std::min(panel, p.dv - c0), used, weights, ldp, tile + c0 * depth, nullptr, product + c0,
+                      p.dv);
     }
-    k.gemm_packed(rows, p.dv, used, weights, ldp, operands.value_tile(b, t0), nullptr, product, p.dv);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < p.dv; ++c) out[r * ldo + c] += product[r * p.dv + c];
   }
@@ -186,7 +185,7 @@ void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operand
     if (dropout_active(p)) p.dropout->apply(row, seen, (b * p.n + i0 + r) * p.m);
   }
   for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * ldo, O + (i0 + r) * ldo + p.dv, 0.0f);
-  add_weighted_values(p, operands, block, b, W + i0 * p.m, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
+  add_weighted_values(p, operands, b, W + i0 * p.m, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
   zero_hidden_rows(p, hidden, rows, O + i0 * ldo, ldo);
 }
 
@@ -207,9 +206,12 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
   std::fill(running_sum, running_sum + rows, 0.0f);
   std::fill(visible_total, visible_total + rows, 0);
   for (int64_t j0 = 0; j0 < p.m; j0 += kKeyTile) {
-    const int64_t cols = std::min(kKeyTile, p.m - j0);
-    // Under the causal rule, key tiles past the tile's last query are skipped: half the work.
+    int64_t cols = std::min(kKeyTile, p.m - j0);
+    // Under the causal rule, key tiles past the tile's last query are skipped (half the work), and
+    // the tile on the diagonal stops at that query's last key.
     if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
+    const int64_t causal_cols = p.mask ? p.mask->causal_limit(i0 + rows - 1, j0, j0 + cols) : cols;
+    if (causal_cols >= 0) cols = causal_cols;
     compute_scores(p, block, operands, b, i0, rows, j0, cols, scores, kKeyTile);
     TileMask tile_mask(p, b, i0, j0, j0 + cols, bias);
     for (int64_t r = 0; r < rows; ++r) {
@@ -233,7 +235,7 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
       running_max[r] = new_max;
       if (dropout_active(p)) p.dropout->apply(s, cols, (b * p.n + i0 + r) * p.m + j0);
     }
-    add_weighted_values(p, operands, block, b, scores, kKeyTile, rows, j0, j0 + cols, out, ldo, product);
+    add_weighted_values(p, operands, b, scores, kKeyTile, rows, j0, j0 + cols, out, ldo, product);
   }
   bool hidden[kQueryTile];
   for (int64_t r = 0; r < rows; ++r) {

@@ -16,10 +16,6 @@ struct KernelSet {
   void (*gemm_nt)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
                   size_t ldc);
 
-  // C[M, N] = A[M, K] · B[K, N], or C += A · B when `accumulate`: weights times values.
-  void (*gemm_nn)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
-                  size_t ldc, bool accumulate);
-
   // s[j] = s[j] · scale + bias[j] (bias may be null); returns max_j s[j], -inf when n = 0, NaN
   // if any s[j] is NaN (so NaN inputs propagate as in PyTorch).
   float (*scale_bias_max)(float* s, const float* bias, size_t n, float scale);

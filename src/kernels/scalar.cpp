@@ -20,20 +20,6 @@ void gemm_nt_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, co
     }
 }
 
-void gemm_nn_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
-                    size_t ldc, bool accumulate) {
-  for (size_t i = 0; i < M; ++i) {
-    float* c = C + i * ldc;
-    if (!accumulate)
-      for (size_t j = 0; j < N; ++j) c[j] = 0.0f;
-    for (size_t k = 0; k < K; ++k) {
-      const float a = A[i * lda + k];
-      const float* b = B + k * ldb;
-      for (size_t j = 0; j < N; ++j) c[j] += a * b[j];
-    }
-  }
-}
-
 float scale_bias_max_scalar(float* s, const float* bias, size_t n, float scale) {
   float max = -std::numeric_limits<float>::infinity();
   bool saw_nan = false;
@@ -91,7 +77,7 @@ void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
 }  // namespace
 
 const KernelSet kScalarKernels = {
-    "scalar",          gemm_nt_scalar, gemm_nn_scalar,     scale_bias_max_scalar, exp_sum_scalar, scale_scalar,
+    "scalar",           gemm_nt_scalar,    scale_bias_max_scalar, exp_sum_scalar, scale_scalar,
     gemm_packed_scalar, tanh_scores_scalar,
 };
 
