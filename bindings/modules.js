@@ -114,15 +114,16 @@ class AttentionModule {
   }
 }
 
-// Runs a module's forward: shape check (gives the result shapes), then the call proper.
-function forward(state, shapeEntries, check, inputs, run) {
+// Runs a module's forward: shape check (gives the result shapes), then the call proper. The output
+// may overwrite input `outputOverInput` where the module allows it.
+function forward(state, shapeEntries, check, inputs, run, outputOverInput) {
   const { runtime } = state;
   const shapes = runtime.writeShapes(shapeEntries);
   const result = check(shapes);
   if (!result || result.output === undefined) throwIfFailed(result);
   const [output, weights] = runtime.invoke(
     inputs,
-    [[result.output, 'output'], [result.weights, 'weights']],
+    [[result.output, 'output', outputOverInput], [result.weights, 'weights']],
     (pointers, [out, w]) => run(shapes, pointers, out, w),
   );
   return { output, weights };
@@ -219,6 +220,7 @@ export function createModuleClasses(runtime) {
         [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [attnMask?.data, 'attnMask'], [padding?.data, 'keyPaddingMask']],
         (shapes, [q, k, v, am, kpm], out, w) =>
           wasm._mhaForward(state.handle, shapes, q, k, v, maskType(attnMask), am, maskType(padding), kpm, needWeights, average, isCausal, seed, out, w),
+        0,  // the core reads the query before it writes the output (multihead_attention.h)
       );
     }
   }

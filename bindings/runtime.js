@@ -51,7 +51,7 @@ export class Runtime {
   }
 
   // Copies `inputs` ([typed array or null, name]) into the heap, allocates float32 outputs
-  // ([shape or null, name]), runs `call(inputPointers, outputPointers)` and returns the outputs as
+  // ([shape or null, name, index of an input it may overwrite]), runs `call(inputPointers, outputPointers)` and returns the outputs as
   // JS-owned tensors (null where no shape was given). Everything is freed on every path.
   invoke(inputs, outputs, call) {
     const heap = new HeapScope(this.wasm);
@@ -63,7 +63,14 @@ export class Runtime {
         if (!copied.has(array)) copied.set(array, heap.copyIn(array, what));
         return copied.get(array);
       });
-      const outputPointers = outputs.map(([shape, what]) => (shape ? heap.alloc(numel(shape) * 4, what) : 0));
+      // An output naming an input of its own size goes over that input's copy (for modules that
+      // read the input before writing the output): one buffer less in the heap.
+      const outputPointers = outputs.map(([shape, what, overInput]) => {
+        if (!shape) return 0;
+        const bytes = numel(shape) * 4;
+        const input = inputs[overInput]?.[0];
+        return input?.byteLength === bytes ? inputPointers[overInput] : heap.alloc(bytes, what);
+      });
       throwIfFailed(call(inputPointers, outputPointers, heap));
       return outputs.map(([shape], i) => (shape ? { data: heap.copyOutFloats(outputPointers[i], numel(shape)), shape } : null));
     } finally {

@@ -70,6 +70,21 @@ TEST_CASE("MultiheadAttention matches PyTorch on every fixture, with and without
         CHECK(fixtures::max_relative_error(weights, c.tensors.at("weights").data) <= kTolerance);
       }
     }
+    // The output written over the query, as the bindings do, with the query also serving as key
+    // and value where the shapes allow (self-attention).
+    std::vector<float> query_and_output = q.data;
+    const attn::TensorView query{query_and_output.data(), q.shape};
+    const bool self = k.shape == q.shape && v.shape == q.shape;
+    const attn::Status s = module->forward(query, self ? query : k.view(), self ? query : v.view(),
+                                           options_of(c, false), query_and_output.data(), nullptr);
+    REQUIRE(s.message() == "");
+    if (self) {  // against the same module on separate buffers holding the query three times
+      std::vector<float> separate(q.data.size());
+      REQUIRE(module->forward(q.view(), q.view(), q.view(), options_of(c, false), separate.data(), nullptr).ok());
+      CHECK(query_and_output == separate);
+    } else {
+      CHECK(fixtures::max_relative_error(query_and_output, expected.data) <= kTolerance);
+    }
   }
 }
 
