@@ -77,40 +77,6 @@ Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
           static_cast<size_t>(p.query_layout.row_stride), static_cast<size_t>(p.output_layout.row_stride)};
 }
 
-// Every block's keys and values packed once for gemm_packed, so that query tiles multiply by them
-// without repacking: keys as one Kᵀ operand over all m keys (block b at b * keys_size), values
-// as one operand per tile of kKeyTile keys (the tile at j0 starts j0 * values_width floats into
-// the block). Read in place, a head's value rows would lie E floats apart in a [L, N, E]
-// projection, 2 KiB at E = 512, so a tile's rows would crowd a few L1 sets and evict each other.
-struct PackedOperands {
-  const float* keys;
-  int64_t keys_size;
-  const float* values;
-  int64_t values_size, values_width;
-  const float* key_panel(int64_t b, int64_t j0, int64_t d) const { return keys + b * keys_size + j0 * d; }
-  const float* value_tile(int64_t b, int64_t j0) const { return values + b * values_size + j0 * values_width; }
-};
-
-Status pack_operands(const AttentionBlocks& p, FloatBuffer* storage, PackedOperands* packed) {
-  const int64_t keys_size = p.score ? 0 : static_cast<int64_t>(kernels::packed_size(p.d, p.m));
-  const int64_t values_width = static_cast<int64_t>(kernels::packed_size(1, p.dv));
-  const int64_t values_size = p.m * values_width;
-  Status s = storage->allocate(p.batch * (keys_size + values_size), "packed keys and values");
-  if (!s.ok()) return s;
-  float* keys = storage->data();
-  float* values = keys + p.batch * keys_size;
-  parallel_for(p.batch, [&](int64_t b, int) {
-    if (keys_size)
-      kernels::pack_transposed(p.d, p.m, p.key + p.key_layout.offset(b), p.key_layout.row_stride, keys + b * keys_size);
-    const float* value = p.value + p.value_layout.offset(b);
-    for (int64_t j0 = 0; j0 < p.m; j0 += kKeyTile)
-      kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, value + j0 * p.value_layout.row_stride,
-                         p.value_layout.row_stride, values + b * values_size + j0 * values_width);
-  }, static_cast<double>(p.d + p.dv) * p.m);
-  *packed = {keys, keys_size, values, values_size, values_width};
-  return Status::success();
-}
-
 // Scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) (j0 a multiple of 8): Q·Kᵀ
 // through the packed GEMM plus the operator's score_term, or the operator's own score function.
 void compute_scores(const AttentionBlocks& p, const Block& block, const PackedOperands& operands, int64_t b, int64_t i0,
@@ -249,11 +215,41 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
 
 }  // namespace
 
-Status attend(const AttentionBlocks& p, float* output, float* weights) {
-  FloatBuffer packed_storage;
-  PackedOperands operands;
-  Status s = pack_operands(p, &packed_storage, &operands);
-  if (!s.ok()) return s;
+Status PackedOperands::allocate(const AttentionBlocks& p) {
+  keys_size_ = p.score ? 0 : static_cast<int64_t>(kernels::packed_size(p.d, p.m));
+  values_width_ = static_cast<int64_t>(kernels::packed_size(1, p.dv));
+  values_size_ = p.m * values_width_;
+  values_offset_ = p.batch * keys_size_;
+  return storage_.allocate(p.batch * (keys_size_ + values_size_), "packed keys and values");
+}
+
+void PackedOperands::pack_keys(const AttentionBlocks& p) {
+  if (!keys_size_) return;
+  parallel_for(p.batch, [&](int64_t b, int) {
+    kernels::pack_transposed(p.d, p.m, p.key + p.key_layout.offset(b), p.key_layout.row_stride,
+                             storage_.data() + b * keys_size_);
+  }, static_cast<double>(p.d) * p.m);
+}
+
+void PackedOperands::pack_values(const AttentionBlocks& p) {
+  float* values = storage_.data() + values_offset_;
+  parallel_for(p.batch, [&](int64_t b, int) {
+    const float* value = p.value + p.value_layout.offset(b);
+    for (int64_t j0 = 0; j0 < p.m; j0 += kKeyTile)
+      kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, value + j0 * p.value_layout.row_stride,
+                         p.value_layout.row_stride, values + b * values_size_ + j0 * values_width_);
+  }, static_cast<double>(p.dv) * p.m);
+}
+
+Status attend(const AttentionBlocks& p, float* output, float* weights, const PackedOperands* packed) {
+  PackedOperands own;
+  if (!packed) {
+    Status s = own.allocate(p);
+    if (!s.ok()) return s;
+    own.pack_keys(p);
+    own.pack_values(p);
+  }
+  const PackedOperands& operands = packed ? *packed : own;
   // Work items are (block, query tile) pairs, each block's last tile first: under the causal mask
   // later tiles see more keys, and handing out the big items first leaves small ones to even out
   // the threads at the end. Each thread gets its own scratch.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "buffer.h"
 #include "dropout.h"
 #include "mask.h"
 #include "status.h"
@@ -45,10 +46,36 @@ struct AttentionBlocks {
   const ScoreFunction* score_term = nullptr;  // added to Q·Kᵀ (relative's positional term), or null
 };
 
+// Every block's keys and values packed once for gemm_packed, so that query tiles multiply by them
+// without repacking: keys as one Kᵀ operand over all m keys (block b at b * keys_size), values
+// as one operand per tile of 128 keys (the tile at j0 starts j0 * values_width floats into the
+// block). Read in place, a head's value rows would lie E floats apart in a [L, N, E] projection,
+// 2 KiB at E = 512, so a tile's rows would crowd a few L1 sets and evict each other.
+// attend() packs them itself; a caller short of memory packs the keys and then the values as it
+// projects them, into one reused buffer, and hands attend() the packed operands alone.
+class PackedOperands {
+ public:
+  // Room for the blocks of `p` (its batch, n, m, d, dv and score).
+  Status allocate(const AttentionBlocks& p);
+  void pack_keys(const AttentionBlocks& p);    // from p.key (nothing when p.score replaces Q·Kᵀ)
+  void pack_values(const AttentionBlocks& p);  // from p.value
+
+  const float* key_panel(int64_t b, int64_t j0, int64_t d) const { return storage_.data() + b * keys_size_ + j0 * d; }
+  const float* value_tile(int64_t b, int64_t j0) const {
+    return storage_.data() + values_offset_ + b * values_size_ + j0 * values_width_;
+  }
+
+ private:
+  FloatBuffer storage_;
+  int64_t keys_size_ = 0, values_offset_ = 0, values_size_ = 0, values_width_ = 0;
+};
+
 // Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous). Without weights it
 // takes the streaming (online-softmax) path, whose scratch does not depend on n or m. A query
 // that can see no key gets zero weights and a zero output. The output may be the query buffer
 // itself (with the same layout): each query tile is read in full before its output rows are written.
-Status attend(const AttentionBlocks& blocks, float* output, float* weights);
+// Keys and values come from `packed` when given (blocks.key and blocks.value are then not read),
+// or are packed here.
+Status attend(const AttentionBlocks& blocks, float* output, float* weights, const PackedOperands* packed = nullptr);
 
 }  // namespace attn

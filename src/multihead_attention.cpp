@@ -154,19 +154,10 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
              key.shape[batch_first ? 1 : 0], (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0)};
   const int64_t E = c.embed_dim, H = c.num_heads, head_dim = E / H;
 
-  // The attention output overwrites the projected queries (attend() allows it): one L x E buffer less.
-  FloatBuffer q, k, v, all_head_weights;
-  const int64_t key_rows = g.all_keys() * g.batch;
-  for (auto [buffer, count] : {std::pair{&q, g.queries * g.batch * E}, {&k, key_rows * E}, {&v, key_rows * E}}) {
-    status = buffer->allocate(count, "MultiheadAttention activations");
-    if (!status.ok()) return status;
-  }
-
   // Input projections, in each input's own token order. Key and value rows get their extra rows
   // (bias_k / bias_v, then zeros) appended per batch element.
   const float* in_bias = in_proj_bias_ >= 0 ? parameters_.get(in_proj_bias_) : nullptr;
   const auto bias = [&](int slot) { return in_bias ? in_bias + slot * E : nullptr; };
-  linear(g.queries * g.batch, query.data, E, q_weight_, bias(0), q.data(), E);
   const BlockLayout kv_layout = token_layout(batch_first, g.batch, g.all_keys(), H, E);
   const auto project_keys = [&](const TensorView& input, int64_t features, const PackedWeight& w, const float* b,
                                 int extra_parameter, FloatBuffer& out) {
@@ -185,8 +176,6 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       if (c.add_zero_attn) std::fill(row_of(row), row_of(row) + E, 0.0f);
     }
   };
-  project_keys(key, c.kdim, k_weight_, bias(1), bias_k_, k);
-  project_keys(value, c.vdim, v_weight_, bias(2), bias_v_, v);
 
   // Masks, viewed against the scores [N, H, n, m] of the m given keys.
   ScoreMask mask;
@@ -209,14 +198,31 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   blocks.n = g.queries;
   blocks.m = g.all_keys();
   blocks.d = blocks.dv = head_dim;
-  blocks.query = q.data();
-  blocks.key = k.data();
-  blocks.value = v.data();
   blocks.query_layout = blocks.output_layout = token_layout(batch_first, g.batch, g.queries, H, E);
   blocks.key_layout = blocks.value_layout = kv_layout;
   blocks.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   blocks.mask = &mask;
   blocks.dropout = &dropout;
+
+  // Keys, then values, are projected into one buffer and packed from it, so that the projections
+  // never hold more than one L x E buffer beside the packed operands. The attention output
+  // overwrites the projected queries (attend() allows it).
+  PackedOperands packed;
+  FloatBuffer projection, all_head_weights;
+  status = first_failure({packed.allocate(blocks),
+                          projection.allocate(g.all_keys() * g.batch * E, "MultiheadAttention key projection")});
+  if (!status.ok()) return status;
+  project_keys(key, c.kdim, k_weight_, bias(1), bias_k_, projection);
+  blocks.key = projection.data();
+  packed.pack_keys(blocks);
+  project_keys(value, c.vdim, v_weight_, bias(2), bias_v_, projection);
+  blocks.value = projection.data();
+  packed.pack_values(blocks);
+  status = projection.allocate(g.queries * g.batch * E, "MultiheadAttention query projection");
+  if (!status.ok()) return status;
+  float* q = projection.data();
+  linear(g.queries * g.batch, query.data, E, q_weight_, bias(0), q, E);
+  blocks.query = q;
 
   // Per-head weights go straight to the caller; averaged ones need the per-head ones first.
   const bool average = options.need_weights && options.average_attn_weights;
@@ -226,7 +232,7 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
     if (!status.ok()) return status;
     head_weights = all_head_weights.data();
   }
-  status = attend(blocks, q.data(), head_weights);
+  status = attend(blocks, q, head_weights, &packed);
   if (!status.ok()) return status;
   if (average) {
     const int64_t plane = blocks.n * blocks.m;
@@ -240,7 +246,7 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       for (int64_t i = 0; i < plane; ++i) out[i] /= static_cast<float>(H);
     }
   }
-  linear(g.queries * g.batch, q.data(), E, out_weight_, out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr,
+  linear(g.queries * g.batch, q, E, out_weight_, out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr,
          output, E);
   return Status::success();
 }
