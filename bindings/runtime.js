@@ -51,8 +51,9 @@ export class Runtime {
   }
 
   // Copies `inputs` ([typed array or null, name]) into the heap, allocates float32 outputs
-  // ([shape or null, name, index of an input it may overwrite]), runs `call(inputPointers, outputPointers)` and returns the outputs as
-  // JS-owned tensors (null where no shape was given). Everything is freed on every path.
+  // ([shape or null, name, index of an input it may overwrite]), runs
+  // `call(inputPointers, outputPointers)` and returns the outputs as JS-owned tensors (null where
+  // no shape was given). Everything is freed on every path.
   invoke(inputs, outputs, call) {
     const heap = new HeapScope(this.wasm);
     try {

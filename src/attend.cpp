@@ -91,24 +91,20 @@ void compute_scores(const AttentionBlocks& p, const Block& block, const PackedOp
 }
 
 // out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V, j0 a multiple of kKeyTile, through
-// the packed value tiles (`product` is rows x dv scratch). A tile cut short by j1 (at the causal
-// diagonal) multiplies only its first keys: each of its panels on its own, since a panel holds the
-// whole tile's depth.
+// the packed value tiles (`product` is rows x dv scratch). Each panel of a tile is multiplied on its
+// own, so that a tile cut short by j1 (at the causal diagonal) reads only the first keys of each:
+// a panel holds the whole tile's depth. With rows ≤ 32, gemm_packed's own row block, this is the
+// order gemm_packed walks a whole tile in anyway.
 void add_weighted_values(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, const float* P,
                          size_t ldp, int64_t rows, int64_t j0, int64_t j1, float* out, size_t ldo, float* product) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const int64_t panel = static_cast<int64_t>(kernels::kPanel);
   for (int64_t t0 = j0; t0 < j1; t0 += kKeyTile) {
     const int64_t depth = std::min(t0 + kKeyTile, p.m) - t0, used = std::min(j1 - t0, depth);
-    const float* weights = P + (t0 - j0);
     const float* tile = operands.value_tile(b, t0);
-    if (used == depth) {
-      k.gemm_packed(rows, p.dv, depth, weights, ldp, tile, nullptr, product, p.dv);
-    } else {
-      for (int64_t c0 = 0; c0 < p.dv; c0 += panel)
-        k.gemm_packed(rows, std::min(panel, p.dv - c0), used, weights, ldp, tile + c0 * depth, nullptr, product + c0,
-                      p.dv);
-    }
+    for (int64_t c0 = 0; c0 < p.dv; c0 += panel)
+      k.gemm_packed(rows, std::min(panel, p.dv - c0), used, P + (t0 - j0), ldp, tile + c0 * depth, nullptr,
+                    product + c0, p.dv);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < p.dv; ++c) out[r * ldo + c] += product[r * p.dv + c];
   }
