@@ -209,20 +209,26 @@ void gemm_packed_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* 
 
 float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scale) {
   const v128_t vscale = wasm_f32x4_splat(scale);
-  v128_t vmax = wasm_f32x4_splat(-std::numeric_limits<float>::infinity());
-  size_t j = 0;
-  for (; j + 4 <= n; j += 4) {
+  // Four running maxima: V8 lowers f32x4.max (NaN-propagating) to about eight instructions, so
+  // one chain through a single maximum would bound the loop by its latency.
+  v128_t vmax[4];
+  for (v128_t& m : vmax) m = wasm_f32x4_splat(-std::numeric_limits<float>::infinity());
+  const auto scale_bias = [&](size_t j) {
     v128_t x = wasm_f32x4_mul(wasm_v128_load(s + j), vscale);
     if (bias) x = wasm_f32x4_add(x, wasm_v128_load(bias + j));
     wasm_v128_store(s + j, x);
-    vmax = wasm_f32x4_max(vmax, x);
-  }
+    return x;
+  };
+  size_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int c = 0; c < 4; ++c) vmax[c] = wasm_f32x4_max(vmax[c], scale_bias(j + 4 * c));
+  for (; j + 4 <= n; j += 4) vmax[0] = wasm_f32x4_max(vmax[0], scale_bias(j));
   for (; j < n; ++j) {
     const float x = s[j] * scale + (bias ? bias[j] : 0.0f);
     s[j] = x;
-    vmax = wasm_f32x4_max(vmax, wasm_f32x4_splat(x));
+    vmax[1] = wasm_f32x4_max(vmax[1], wasm_f32x4_splat(x));
   }
-  return horizontal_max(vmax);
+  return horizontal_max(wasm_f32x4_max(wasm_f32x4_max(vmax[0], vmax[1]), wasm_f32x4_max(vmax[2], vmax[3])));
 }
 
 float exp_sum__wasmsimd_rr2_p5(float* s, size_t n, float max) {
