@@ -22,14 +22,26 @@ export async function timeOnce(fn) {
  * reached. `firstRunMs` (the correctness run that came before) skips the warm-up of rows that take
  * seconds per run: that run already warmed them up.
  */
-export async function measure(fn, plan, { firstRunMs = 0 } = {}) {
+export async function measure(fn, plan, options) {
+  const [summary] = await measureAlternating([fn], plan, options);
+  return summary;
+}
+
+/**
+ * measure() for several variants of one implementation at once, one run of each per round: on a
+ * machine whose speed drifts from minute to minute (a shared VM), they are slowed alike, so their
+ * ratios hold. (Peers in other threads are timed alone: onnxruntime's pool spins after each run,
+ * and ours ran up to 30 % slower right after its runs.) The budget is per variant.
+ */
+export async function measureAlternating(fns, plan, { firstRunMs = 0 } = {}) {
   const warmup = firstRunMs > 2000 ? 0 : plan.warmup;
-  for (let i = 0; i < warmup; ++i) await fn();
-  const times = [];
+  for (let i = 0; i < warmup; ++i) for (const fn of fns) await fn();
+  const times = fns.map(() => []);
+  const budgetMs = plan.budgetMs * fns.length;
   const start = performance.now();
-  while (times.length < plan.minRuns || (times.length < plan.maxRuns && performance.now() - start < plan.budgetMs))
-    times.push((await timeOnce(fn))[1]);
-  return summarize(times);
+  while (times[0].length < plan.minRuns || (times[0].length < plan.maxRuns && performance.now() - start < budgetMs))
+    for (const [i, fn] of fns.entries()) times[i].push((await timeOnce(fn))[1]);
+  return times.map(summarize);
 }
 
 /** min and median (the mean of the middle two for an even count) of run times in ms. */
