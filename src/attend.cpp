@@ -14,7 +14,7 @@ namespace {
 
 // A query tile of 32 rows against a key tile of 128 keys keeps the score tile at 16 KiB.
 constexpr int64_t kQueryTile = 32;
-constexpr int64_t kKeyTile = 128;
+constexpr int64_t kKeyTile = PackedOperands::kKeyTile;
 
 // How query i sees keys [j0, j1): softmax over the first `length` of them with `bias` added (null:
 // nothing added); the keys past `length` are hidden. `visible` counts the keys the query sees.
@@ -219,22 +219,25 @@ Status PackedOperands::allocate(const AttentionBlocks& p) {
   return storage_.allocate(p.batch * (keys_size_ + values_size_), "packed keys and values");
 }
 
-void PackedOperands::pack_keys(const AttentionBlocks& p) {
-  if (!keys_size_) return;
-  parallel_for(p.batch, [&](int64_t b, int) {
-    kernels::pack_transposed(p.d, p.m, p.key + p.key_layout.offset(b), p.key_layout.row_stride,
-                             storage_.data() + b * keys_size_);
-  }, static_cast<double>(p.d) * p.m);
+void PackedOperands::pack_key_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* keys, int64_t stride) {
+  if (keys_size_)
+    kernels::pack_transposed(p.d, std::min(kKeyTile, p.m - j0), keys, stride, storage_.data() + b * keys_size_ + j0 * p.d);
 }
 
-void PackedOperands::pack_values(const AttentionBlocks& p) {
-  float* values = storage_.data() + values_offset_;
-  parallel_for(p.batch, [&](int64_t b, int) {
-    const float* value = p.value + p.value_layout.offset(b);
-    for (int64_t j0 = 0; j0 < p.m; j0 += kKeyTile)
-      kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, value + j0 * p.value_layout.row_stride,
-                         p.value_layout.row_stride, values + b * values_size_ + j0 * values_width_);
-  }, static_cast<double>(p.dv) * p.m);
+void PackedOperands::pack_value_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* values,
+                                     int64_t stride) {
+  kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, values, stride,
+                     storage_.data() + values_offset_ + b * values_size_ + j0 * values_width_);
+}
+
+void PackedOperands::pack(const AttentionBlocks& p) {
+  const int64_t tiles = (p.m + kKeyTile - 1) / kKeyTile;
+  parallel_for(p.batch * tiles, [&](int64_t item, int) {
+    const int64_t b = item / tiles, j0 = item % tiles * kKeyTile;
+    const BlockLayout &keys = p.key_layout, &values = p.value_layout;
+    if (!p.score) pack_key_tile(p, b, j0, p.key + keys.offset(b) + j0 * keys.row_stride, keys.row_stride);
+    pack_value_tile(p, b, j0, p.value + values.offset(b) + j0 * values.row_stride, values.row_stride);
+  }, static_cast<double>(kKeyTile) * (p.d + p.dv));
 }
 
 Status attend(const AttentionBlocks& p, float* output, float* weights, const PackedOperands* packed) {
@@ -242,8 +245,7 @@ Status attend(const AttentionBlocks& p, float* output, float* weights, const Pac
   if (!packed) {
     Status s = own.allocate(p);
     if (!s.ok()) return s;
-    own.pack_keys(p);
-    own.pack_values(p);
+    own.pack(p);
   }
   const PackedOperands& operands = packed ? *packed : own;
   // Work items are (block, query tile) pairs, each block's last tile first: under the causal mask

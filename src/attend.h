@@ -48,17 +48,25 @@ struct AttentionBlocks {
 
 // Every block's keys and values packed once for gemm_packed, so that query tiles multiply by them
 // without repacking: keys as one Kᵀ operand over all m keys (block b at b * keys_size), values
-// as one operand per tile of 128 keys (the tile at j0 starts j0 * values_width floats into the
+// as one operand per tile of kKeyTile keys (the tile at j0 starts j0 * values_width floats into the
 // block). Read in place, a head's value rows would lie E floats apart in a [L, N, E] projection,
 // 2 KiB at E = 512, so a tile's rows would crowd a few L1 sets and evict each other.
-// attend() packs them itself; a caller short of memory packs the keys and then the values as it
-// projects them, into one reused buffer, and hands attend() the packed operands alone.
+// attend() packs them itself from the blocks' keys and values; a caller short of memory projects
+// one tile of keys or values at a time and packs it, so that the whole projection never exists,
+// and hands attend() the packed operands alone.
 class PackedOperands {
  public:
+  static constexpr int64_t kKeyTile = 128;  // keys per tile, the unit the tiles are packed in
+
   // Room for the blocks of `p` (its batch, n, m, d, dv and score).
   Status allocate(const AttentionBlocks& p);
-  void pack_keys(const AttentionBlocks& p);    // from p.key (nothing when p.score replaces Q·Kᵀ)
-  void pack_values(const AttentionBlocks& p);  // from p.value
+  // Every block, from p.key and p.value as their layouts place them.
+  void pack(const AttentionBlocks& p);
+  // Keys [j0, j0 + min(kKeyTile, m - j0)) of block b, j0 a multiple of kKeyTile, key j (d floats)
+  // at keys + (j - j0) * stride. Nothing to do when p.score replaces Q·Kᵀ.
+  void pack_key_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* keys, int64_t stride);
+  // The values of the same keys, dv floats each.
+  void pack_value_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* values, int64_t stride);
 
   const float* key_panel(int64_t b, int64_t j0, int64_t d) const { return storage_.data() + b * keys_size_ + j0 * d; }
   const float* value_tile(int64_t b, int64_t j0) const {

@@ -17,13 +17,17 @@ Status PackedWeight::pack(const float* weight, int64_t out, int64_t in) {
   return Status::success();
 }
 
+void linear_rows(int64_t rows, const float* x, int64_t ldx, const PackedWeight& weight, const float* bias, float* y,
+                 int64_t ldy) {
+  kernels::active_kernels().gemm_packed(rows, weight.out(), weight.in(), x, ldx, weight.data(), bias, y, ldy);
+}
+
 void linear(int64_t rows, const float* x, int64_t ldx, const PackedWeight& weight, const float* bias, float* y,
             int64_t ldy) {
   constexpr int64_t kRowsPerItem = 32;
-  const kernels::KernelSet& k = kernels::active_kernels();
   parallel_for((rows + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
-    const int64_t r0 = item * kRowsPerItem, count = std::min(kRowsPerItem, rows - r0);
-    k.gemm_packed(count, weight.out(), weight.in(), x + r0 * ldx, ldx, weight.data(), bias, y + r0 * ldy, ldy);
+    const int64_t r0 = item * kRowsPerItem;
+    linear_rows(std::min(kRowsPerItem, rows - r0), x + r0 * ldx, ldx, weight, bias, y + r0 * ldy, ldy);
   }, 2.0 * kRowsPerItem * weight.in() * weight.out());
 }
 

@@ -26,5 +26,8 @@ class PackedWeight {
 // across the thread pool.
 void linear(int64_t rows, const float* x, int64_t ldx, const PackedWeight& weight, const float* bias, float* y,
             int64_t ldy);
+// linear() on the calling thread alone, for callers that split the work across threads themselves.
+void linear_rows(int64_t rows, const float* x, int64_t ldx, const PackedWeight& weight, const float* bias, float* y,
+                 int64_t ldy);
 
 }  // namespace attn

@@ -8,6 +8,7 @@
 #include "buffer.h"
 #include "linear.h"
 #include "mask.h"
+#include "parallel.h"
 
 namespace attn {
 namespace {
@@ -154,27 +155,41 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
              key.shape[batch_first ? 1 : 0], (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0)};
   const int64_t E = c.embed_dim, H = c.num_heads, head_dim = E / H;
 
-  // Input projections, in each input's own token order. Key and value rows get their extra rows
-  // (bias_k / bias_v, then zeros) appended per batch element.
+  // Keys and values are projected one tile of kKeyTile positions at a time, into the calling
+  // thread's scratch rows, and packed from there, so that their L x E projections never exist.
+  const int64_t tile = PackedOperands::kKeyTile;
+  FloatBuffer scratch;
+  status = scratch.allocate(thread_count() * tile * E, "MultiheadAttention projection scratch");
+  if (!status.ok()) return status;
+  const auto scratch_rows = [&](int worker) { return scratch.data() + worker * tile * E; };
   const float* in_bias = in_proj_bias_ >= 0 ? parameters_.get(in_proj_bias_) : nullptr;
   const auto bias = [&](int slot) { return in_bias ? in_bias + slot * E : nullptr; };
-  const BlockLayout kv_layout = token_layout(batch_first, g.batch, g.all_keys(), H, E);
-  const auto project_keys = [&](const TensorView& input, int64_t features, const PackedWeight& w, const float* b,
-                                int extra_parameter, FloatBuffer& out) {
-    if (batch_first) {
-      for (int64_t n = 0; n < g.batch; ++n)
-        linear(g.keys, input.data + n * g.keys * features, features, w, b, out.data() + n * g.all_keys() * E, E);
-    } else {
-      linear(g.keys * g.batch, input.data, features, w, b, out.data(), E);
+  // Positions [j0, j0 + count) of batch element n's projected keys (or values) into out [count, E]:
+  // the given positions through the projection, then the bias_k (bias_v) row and the zero row.
+  const auto project_tile = [&](const TensorView& input, int64_t features, const PackedWeight& w, const float* b,
+                                int extra_parameter, int64_t n, int64_t j0, int64_t count, float* out) {
+    const int64_t given = std::clamp<int64_t>(g.keys - j0, 0, count);
+    if (given > 0)
+      linear_rows(given, input.data + (batch_first ? n * g.keys + j0 : j0 * g.batch + n) * features,
+                  batch_first ? features : g.batch * features, w, b, out, E);
+    for (int64_t t = j0 + given; t < j0 + count; ++t) {
+      float* row = out + (t - j0) * E;
+      if (c.add_bias_kv && t == g.keys)
+        std::memcpy(row, parameters_.get(extra_parameter), E * sizeof(float));
+      else
+        std::fill(row, row + E, 0.0f);
     }
-    for (int64_t n = 0; n < g.batch; ++n) {
-      int64_t row = g.keys;
-      const auto row_of = [&](int64_t position) {
-        return out.data() + (batch_first ? (n * g.all_keys() + position) : (position * g.batch + n)) * E;
-      };
-      if (c.add_bias_kv) std::memcpy(row_of(row++), parameters_.get(extra_parameter), E * sizeof(float));
-      if (c.add_zero_attn) std::fill(row_of(row), row_of(row) + E, 0.0f);
-    }
+  };
+  // y = x · Wᵀ + b over x [queries, E] itself, 32 rows at a time (as linear() splits them, so that
+  // short inputs still keep every thread busy) through the scratch rows.
+  const int64_t query_rows = g.queries * g.batch, chunk = 32;
+  const auto project_in_place = [&](const PackedWeight& w, const float* b, float* x) {
+    parallel_for((query_rows + chunk - 1) / chunk, [&](int64_t item, int worker) {
+      const int64_t r0 = item * chunk, count = std::min(chunk, query_rows - r0);
+      float* y = scratch_rows(worker);
+      linear_rows(count, x + r0 * E, E, w, b, y, E);
+      std::copy(y, y + count * E, x + r0 * E);
+    }, 2.0 * chunk * E * E);
   };
 
   // Masks, viewed against the scores [N, H, n, m] of the m given keys.
@@ -199,29 +214,45 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   blocks.m = g.all_keys();
   blocks.d = blocks.dv = head_dim;
   blocks.query_layout = blocks.output_layout = token_layout(batch_first, g.batch, g.queries, H, E);
-  blocks.key_layout = blocks.value_layout = kv_layout;
   blocks.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   blocks.mask = &mask;
   blocks.dropout = &dropout;
 
-  // Keys, then values, are projected into one buffer and packed from it, so that the projections
-  // never hold more than one L x E buffer beside the packed operands. The attention output
-  // overwrites the projected queries (attend() allows it).
   PackedOperands packed;
+  status = packed.allocate(blocks);
+  if (!status.ok()) return status;
+  const int64_t tiles = (g.all_keys() + tile - 1) / tile;
+  // Items: (batch element, key tile, keys or values).
+  parallel_for(g.batch * tiles * 2, [&](int64_t item, int worker) {
+    const int64_t n = item / (2 * tiles), j0 = item / 2 % tiles * tile, count = std::min(tile, g.all_keys() - j0);
+    const bool keys = item % 2 == 0;
+    float* rows = scratch_rows(worker);
+    if (keys)
+      project_tile(key, c.kdim, k_weight_, bias(1), bias_k_, n, j0, count, rows);
+    else
+      project_tile(value, c.vdim, v_weight_, bias(2), bias_v_, n, j0, count, rows);
+    for (int64_t h = 0; h < H; ++h) {
+      if (keys)
+        packed.pack_key_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
+      else
+        packed.pack_value_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
+    }
+  }, 2.0 * tile * E * std::max(c.kdim, c.vdim));
+
+  // When the output may overwrite the query (the bindings' heap copy), the query projection, the
+  // attention output and the output projection all go over it in place: the query and the packed
+  // keys and values are then the only buffers that grow with L. Otherwise the projected queries
+  // get a buffer of their own.
   FloatBuffer projection, all_head_weights;
-  status = first_failure({packed.allocate(blocks),
-                          projection.allocate(g.all_keys() * g.batch * E, "MultiheadAttention key projection")});
-  if (!status.ok()) return status;
-  project_keys(key, c.kdim, k_weight_, bias(1), bias_k_, projection);
-  blocks.key = projection.data();
-  packed.pack_keys(blocks);
-  project_keys(value, c.vdim, v_weight_, bias(2), bias_v_, projection);
-  blocks.value = projection.data();
-  packed.pack_values(blocks);
-  status = projection.allocate(g.queries * g.batch * E, "MultiheadAttention query projection");
-  if (!status.ok()) return status;
-  float* q = projection.data();
-  linear(g.queries * g.batch, query.data, E, q_weight_, bias(0), q, E);
+  float* q = output;
+  if (output == query.data) {
+    project_in_place(q_weight_, bias(0), q);
+  } else {
+    status = projection.allocate(query_rows * E, "MultiheadAttention query projection");
+    if (!status.ok()) return status;
+    q = projection.data();
+    linear(query_rows, query.data, E, q_weight_, bias(0), q, E);
+  }
   blocks.query = q;
 
   // Per-head weights go straight to the caller; averaged ones need the per-head ones first.
@@ -246,8 +277,11 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       for (int64_t i = 0; i < plane; ++i) out[i] /= static_cast<float>(H);
     }
   }
-  linear(g.queries * g.batch, q, E, out_weight_, out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr,
-         output, E);
+  const float* out_bias = out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr;
+  if (q == output)
+    project_in_place(out_weight_, out_bias, output);
+  else
+    linear(query_rows, q, E, out_weight_, out_bias, output, E);
   return Status::success();
 }
 

@@ -45,8 +45,9 @@ class MultiheadAttention : public Module {
   Status check_forward(const Shape& query, const Shape& key, const Shape& value,
                        const MultiheadAttentionOptions& options, Shape* output_shape, Shape* weights_shape) const;
 
-  // `output` may be query.data (even when key or value share it): the query is read before the
-  // output is written, so the bindings let the output overwrite the query's heap copy.
+  // `output` may be query.data (even when key or value share it): keys and values are packed
+  // first, then the query is projected, attended and projected out in place, which spares an
+  // L x E buffer. The bindings let the output overwrite the query's heap copy.
   Status forward(const TensorView& query, const TensorView& key, const TensorView& value,
                  const MultiheadAttentionOptions& options, float* output, float* weights) const;
 
