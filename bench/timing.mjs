@@ -1,9 +1,15 @@
 // The one timing helper every peer uses (in the main thread and in the onnxruntime workers).
 
-/** Runs per shape: more for small L, at least 5, within a time budget per row. */
+/**
+ * Runs per shape: more for small L, at least 5, within a time budget per row. The warm-up lasts
+ * `warmup` runs and at least `warmupMs`: V8 runs wasm in its baseline tier (Liftoff) until
+ * TurboFan has compiled the hot functions in the background, which takes a wall-clock while (at
+ * L = 128 ours took 14 ms a call for its first 20 calls, 9 after).
+ */
 export function planFor(L) {
   return {
     warmup: L <= 512 ? 2 : 1,
+    warmupMs: 1000,
     minRuns: 5,
     maxRuns: L <= 128 ? 40 : L <= 512 ? 15 : 7,
     budgetMs: 2000,
@@ -34,8 +40,10 @@ export async function measure(fn, plan, options) {
  * and ours ran up to 30 % slower right after its runs.) The budget is per variant.
  */
 export async function measureAlternating(fns, plan, { firstRunMs = 0 } = {}) {
-  const warmup = firstRunMs > 2000 ? 0 : plan.warmup;
-  for (let i = 0; i < warmup; ++i) for (const fn of fns) await fn();
+  if (firstRunMs <= 2000) {
+    const start = performance.now();
+    for (let i = 0; i < plan.warmup || performance.now() - start < plan.warmupMs; ++i) for (const fn of fns) await fn();
+  }
   const times = fns.map(() => []);
   const budgetMs = plan.budgetMs * fns.length;
   const start = performance.now();

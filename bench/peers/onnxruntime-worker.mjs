@@ -44,7 +44,7 @@ const commands = {
     for (let i = 0; i < a.length; ++i) a[i] = Math.sin(i);
     const feeds = { a: new ort.Tensor('float32', a, [M, K]) };
     await session.run(feeds);
-    const { min_ms } = await measure(() => session.run(feeds), { warmup: 1, minRuns: repeats, maxRuns: repeats, budgetMs: 0 });
+    const { min_ms } = await measure(() => session.run(feeds), { warmup: 1, warmupMs: 1000, minRuns: repeats, maxRuns: repeats, budgetMs: 0 });
     await session.release();
     return { gflops: (2 * M * N * K) / (min_ms * 1e6), ms: min_ms };
   },
