@@ -118,25 +118,24 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
     if (hidden[r]) std::fill(output_tile + r * ldo, output_tile + r * ldo + p.dv, 0.0f);
 }
 
-// Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the caller's
-// weights buffer, which doubles as scratch, so the only extra memory is one bias row of m floats
-// and one product tile.
+// Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the tile's
+// weight rows W (row stride m), which double as scratch, so the only extra memory is one bias row
+// of m floats and one product tile.
 void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, int64_t i0, float* bias,
-                         float* product, float* weights, float* output) {
+                         float* product, float* W, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   float* O = block.output;
   const size_t ldo = block.ldo;
-  float* W = weights + b * p.n * p.m;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
   // Keys the causal rule hides from every query of the tile get weight 0 without being scored.
   const int64_t first_hidden = std::min(i0 + rows, p.m);
   const int64_t seen = p.mask && p.mask->hides_keys(i0 + rows - 1, first_hidden, p.m) ? first_hidden : p.m;
-  compute_scores(p, block, operands, b, i0, rows, 0, seen, W + i0 * p.m, p.m);
+  compute_scores(p, block, operands, b, i0, rows, 0, seen, W, p.m);
   TileMask tile_mask(p, b, i0, 0, seen, bias);
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = W + (i0 + r) * p.m;
+    float* row = W + r * p.m;
     const RowMask mask = tile_mask.row(i0 + r);
     hidden[r] = mask.visible == 0;
     const int64_t length = hidden[r] ? 0 : mask.length;
@@ -147,7 +146,7 @@ void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operand
     if (dropout_active(p)) p.dropout->apply(row, seen, (b * p.n + i0 + r) * p.m);
   }
   for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * ldo, O + (i0 + r) * ldo + p.dv, 0.0f);
-  add_weighted_values(p, operands, b, W + i0 * p.m, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
+  add_weighted_values(p, operands, b, W, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
   zero_hidden_rows(p, hidden, rows, O + i0 * ldo, ldo);
 }
 
@@ -250,24 +249,44 @@ Status attend(const AttentionBlocks& p, float* output, float* weights, const Pac
   const PackedOperands& operands = packed ? *packed : own;
   // Work items are (block, query tile) pairs, each block's last tile first: under the causal mask
   // later tiles see more keys, and handing out the big items first leaves small ones to even out
-  // the threads at the end. Each thread gets its own scratch.
+  // the threads at the end. Averaged weights take (group of blocks, query tile) items instead, each
+  // block's weight rows going through the thread's scratch into the average. Each thread gets its
+  // own scratch.
   const int64_t tiles = (p.n + kQueryTile - 1) / kQueryTile;
+  const bool average = weights && p.average_over > 1;
   const int64_t bias = weights ? p.m : kKeyTile;
   const int64_t scores = kQueryTile * kKeyTile;
   const int64_t tile = kQueryTile * p.dv;  // an output tile, and the product of one key tile
-  const int64_t per_thread = bias + tile + (weights ? 0 : scores + tile);
+  const int64_t per_thread = bias + tile + (weights ? (average ? kQueryTile * p.m : 0) : scores + tile);
   const int threads = thread_count();
   FloatBuffer scratch;
   Status status = scratch.allocate(per_thread * threads, "attention scratch");
   if (!status.ok()) return status;
-  parallel_for(p.batch * tiles, [&](int64_t item, int worker) {
-    const int64_t b = item / tiles, i0 = (tiles - 1 - item % tiles) * kQueryTile;
+  const int64_t groups = average ? p.batch / p.average_over : p.batch;
+  parallel_for(groups * tiles, [&](int64_t item, int worker) {
+    const int64_t group = item / tiles, i0 = (tiles - 1 - item % tiles) * kQueryTile;
     float* mine = scratch.data() + worker * per_thread;
-    if (weights)
-      attend_with_weights(p, operands, b, i0, mine, mine + bias, weights, output);
-    else
-      attend_streaming(p, operands, b, i0, mine + bias + tile, mine, mine + bias + tile + scores, mine + bias, output);
-  }, 2.0 * kQueryTile * p.m * (p.d + p.dv));
+    if (!weights) {
+      attend_streaming(p, operands, group, i0, mine + bias + tile, mine, mine + bias + tile + scores, mine + bias, output);
+      return;
+    }
+    if (!average) {
+      attend_with_weights(p, operands, group, i0, mine, mine + bias, weights + (group * p.n + i0) * p.m, output);
+      return;
+    }
+    // The mean over the group's blocks: their rows summed in block order, then divided by the count.
+    const int64_t count = std::min(kQueryTile, p.n - i0) * p.m;
+    float* mean = weights + (group * p.n + i0) * p.m;
+    float* rows = mine + bias + tile;
+    for (int64_t h = 0; h < p.average_over; ++h) {
+      attend_with_weights(p, operands, group * p.average_over + h, i0, mine, mine + bias, rows, output);
+      if (h == 0)
+        std::copy(rows, rows + count, mean);
+      else
+        for (int64_t e = 0; e < count; ++e) mean[e] += rows[e];
+    }
+    for (int64_t e = 0; e < count; ++e) mean[e] /= static_cast<float>(p.average_over);
+  }, 2.0 * kQueryTile * p.m * (p.d + p.dv) * (average ? p.average_over : 1));
   return Status::success();
 }
 

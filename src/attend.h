@@ -44,6 +44,10 @@ struct AttentionBlocks {
   const Dropout* dropout = nullptr;  // indices run over the weights [B, n, m], row-major
   const ScoreFunction* score = nullptr;       // scores that are not Q·Kᵀ (additive); null: Q·Kᵀ
   const ScoreFunction* score_term = nullptr;  // added to Q·Kᵀ (relative's positional term), or null
+  // When > 1, the weights asked of attend() are averaged over each run of this many consecutive
+  // blocks (heads): [B / average_over, n, m], built a query tile at a time, so that the per-block
+  // weights never exist whole.
+  int64_t average_over = 1;
 };
 
 // Every block's keys and values packed once for gemm_packed, so that query tiles multiply by them
@@ -78,12 +82,12 @@ class PackedOperands {
   int64_t keys_size_ = 0, values_offset_ = 0, values_size_ = 0, values_width_ = 0;
 };
 
-// Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous). Without weights it
-// takes the streaming (online-softmax) path, whose scratch does not depend on n or m. A query
-// that can see no key gets zero weights and a zero output. The output may be the query buffer
-// itself (with the same layout): each query tile is read in full before its output rows are written.
-// Keys and values come from `packed` when given (blocks.key and blocks.value are then not read),
-// or are packed here.
+// Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous; averaged
+// as blocks.average_over says). Without weights it takes the streaming (online-softmax) path,
+// whose scratch does not depend on n or m. A query that can see no key gets zero weights and a
+// zero output. The output may be the query buffer itself (with the same layout): each query tile
+// is read in full before its output rows are written. Keys and values come from `packed` when
+// given (blocks.key and blocks.value are then not read), or are packed here.
 Status attend(const AttentionBlocks& blocks, float* output, float* weights, const PackedOperands* packed = nullptr);
 
 }  // namespace attn

@@ -243,7 +243,7 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   // attention output and the output projection all go over it in place: the query and the packed
   // keys and values are then the only buffers that grow with L. Otherwise the projected queries
   // get a buffer of their own.
-  FloatBuffer projection, all_head_weights;
+  FloatBuffer projection;
   float* q = output;
   if (output == query.data) {
     project_in_place(q_weight_, bias(0), q);
@@ -255,28 +255,10 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   }
   blocks.query = q;
 
-  // Per-head weights go straight to the caller; averaged ones need the per-head ones first.
-  const bool average = options.need_weights && options.average_attn_weights;
-  float* head_weights = options.need_weights ? weights : nullptr;
-  if (average) {
-    status = all_head_weights.allocate(blocks.batch * blocks.n * blocks.m, "attention weights");
-    if (!status.ok()) return status;
-    head_weights = all_head_weights.data();
-  }
-  status = attend(blocks, q, head_weights, &packed);
+  // Per-head weights go straight to the caller; averaged ones are built a query tile at a time.
+  blocks.average_over = options.need_weights && options.average_attn_weights ? H : 1;
+  status = attend(blocks, q, options.need_weights ? weights : nullptr, &packed);
   if (!status.ok()) return status;
-  if (average) {
-    const int64_t plane = blocks.n * blocks.m;
-    for (int64_t n = 0; n < g.batch; ++n) {
-      float* out = weights + n * plane;
-      std::fill(out, out + plane, 0.0f);
-      for (int64_t h = 0; h < H; ++h) {
-        const float* in = head_weights + (n * H + h) * plane;
-        for (int64_t i = 0; i < plane; ++i) out[i] += in[i];
-      }
-      for (int64_t i = 0; i < plane; ++i) out[i] /= static_cast<float>(H);
-    }
-  }
   const float* out_bias = out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr;
   if (q == output)
     project_in_place(out_weight_, out_bias, output);

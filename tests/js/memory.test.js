@@ -5,7 +5,7 @@ import { test } from 'node:test';
 
 import { init } from 'attention-wasm';
 
-import { TOLERANCE, maxRelativeError, randomTensor, referenceRow, rng } from './helpers.js';
+import { TOLERANCE, bitIdentical, maxRelativeError, randomTensor, referenceRow, rng } from './helpers.js';
 
 const MiB = 2 ** 20;
 
@@ -62,4 +62,42 @@ test('materialised path: n = m = 512, d = 64 with weights', async () => {
 
   const streaming = attn.scaledDotProductAttention(query, key, value, { needWeights: false });
   assert.ok(maxRelativeError(streaming.output.data, result.output.data) <= TOLERANCE);
+});
+
+/** A MultiheadAttention(E, H) with random weights from `random`. */
+function randomMultiheadAttention(attn, E, H, random) {
+  return new attn.MultiheadAttention(E, H).loadStateDict({
+    in_proj_weight: randomTensor([3 * E, E], random),
+    in_proj_bias: randomTensor([3 * E], random),
+    'out_proj.weight': randomTensor([E, E], random),
+    'out_proj.bias': randomTensor([E], random),
+  });
+}
+
+test('MultiheadAttention averages weights over heads without holding every head', async () => {
+  const attn = await init();
+  const random = rng(11);
+  const E = 64, H = 8;
+  const mha = randomMultiheadAttention(attn, E, H, random);
+
+  // The mean of the per-head weights (whose values the fixtures check), over several query and key tiles.
+  const L = 300;
+  const x = randomTensor([L, 1, E], random);
+  const perHead = mha.forward(x, x, x, { isCausal: true, averageAttnWeights: false }).weights.data;
+  const averaged = mha.forward(x, x, x, { isCausal: true }).weights;
+  assert.deepEqual(averaged.shape, [1, L, L]);
+  const mean = new Float32Array(L * L);
+  for (let h = 0; h < H; h++) for (let e = 0; e < mean.length; e++) mean[e] += perHead[h * L * L + e];
+  for (let e = 0; e < mean.length; e++) mean[e] /= H;
+  assert.ok(bitIdentical(averaged.data, mean), 'averaged weights are the per-head ones summed in head order over H');
+
+  // At L = 2048 every head's weights would take 128 MiB; the average alone takes 16.
+  const long = randomTensor([2048, 1, E], random);
+  const before = attn.stats().wasmHeapBytes;
+  const result = mha.forward(long, long, long, { isCausal: true });
+  const growth = attn.stats().wasmHeapBytes - before;
+  assert.ok(growth < 40 * MiB, `wasm memory grew by ${growth / MiB} MiB`);
+  const row = result.weights.data.subarray(2047 * 2048, 2048 * 2048);
+  assert.ok(Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-4, 'the last query row sums to 1');
+  mha.dispose();
 });
