@@ -24,11 +24,10 @@ void linear_rows(int64_t rows, const float* x, int64_t ldx, const PackedWeight& 
 
 void linear(int64_t rows, const float* x, int64_t ldx, const PackedWeight& weight, const float* bias, float* y,
             int64_t ldy) {
-  constexpr int64_t kRowsPerItem = 32;
-  parallel_for((rows + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
-    const int64_t r0 = item * kRowsPerItem;
-    linear_rows(std::min(kRowsPerItem, rows - r0), x + r0 * ldx, ldx, weight, bias, y + r0 * ldy, ldy);
-  }, 2.0 * kRowsPerItem * weight.in() * weight.out());
+  parallel_for((rows + kLinearRowsPerItem - 1) / kLinearRowsPerItem, [&](int64_t item, int) {
+    const int64_t r0 = item * kLinearRowsPerItem;
+    linear_rows(std::min(kLinearRowsPerItem, rows - r0), x + r0 * ldx, ldx, weight, bias, y + r0 * ldy, ldy);
+  }, 2.0 * kLinearRowsPerItem * weight.in() * weight.out());
 }
 
 }  // namespace attn

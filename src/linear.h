@@ -22,8 +22,12 @@ class PackedWeight {
   int64_t in_ = 0, out_ = 0;
 };
 
+// Rows per work item when linear() splits rows across the thread pool: short inputs still keep
+// every thread busy.
+constexpr int64_t kLinearRowsPerItem = 32;
+
 // x [rows, in] (row stride ldx), bias [out] or null, y [rows, out] (row stride ldy). Rows are split
-// across the thread pool.
+// across the thread pool, kLinearRowsPerItem at a time.
 void linear(int64_t rows, const float* x, int64_t ldx, const PackedWeight& weight, const float* bias, float* y,
             int64_t ldy);
 // linear() on the calling thread alone, for callers that split the work across threads themselves.

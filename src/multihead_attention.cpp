@@ -180,9 +180,8 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
         std::fill(row, row + E, 0.0f);
     }
   };
-  // y = x · Wᵀ + b over x [queries, E] itself, 32 rows at a time (as linear() splits them, so that
-  // short inputs still keep every thread busy) through the scratch rows.
-  const int64_t query_rows = g.queries * g.batch, chunk = 32;
+  // y = x · Wᵀ + b over x [queries, E] itself, through the scratch rows, in linear()'s work items.
+  const int64_t query_rows = g.queries * g.batch, chunk = kLinearRowsPerItem;
   const auto project_in_place = [&](const PackedWeight& w, const float* b, float* x) {
     parallel_for((query_rows + chunk - 1) / chunk, [&](int64_t item, int worker) {
       const int64_t r0 = item * chunk, count = std::min(chunk, query_rows - r0);
