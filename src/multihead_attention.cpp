@@ -181,6 +181,7 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
     }
   };
   // y = x · Wᵀ + b over x [queries, E] itself, through the scratch rows, in linear()'s work items.
+  static_assert(kLinearRowsPerItem <= PackedOperands::kKeyTile, "a work item's rows fit the scratch rows");
   const int64_t query_rows = g.queries * g.batch, chunk = kLinearRowsPerItem;
   const auto project_in_place = [&](const PackedWeight& w, const float* b, float* x) {
     parallel_for((query_rows + chunk - 1) / chunk, [&](int64_t item, int worker) {
