@@ -220,7 +220,7 @@ export function createModuleClasses(runtime) {
         [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [attnMask?.data, 'attnMask'], [padding?.data, 'keyPaddingMask']],
         (shapes, [q, k, v, am, kpm], out, w) =>
           wasm._mhaForward(state.handle, shapes, q, k, v, maskType(attnMask), am, maskType(padding), kpm, needWeights, average, isCausal, seed, out, w),
-        0,  // the core reads the query before it writes the output (multihead_attention.h)
+        0,  // the core may write its output over the query (multihead_attention.h)
       );
     }
   }

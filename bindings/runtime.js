@@ -65,7 +65,7 @@ export class Runtime {
         return copied.get(array);
       });
       // An output naming an input of its own size goes over that input's copy (for modules that
-      // read the input before writing the output): one buffer less in the heap.
+      // allow their output over that input): one buffer less in the heap.
       const outputPointers = outputs.map(([shape, what, overInput]) => {
         if (!shape) return 0;
         const bytes = numel(shape) * 4;

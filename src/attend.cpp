@@ -220,13 +220,12 @@ Status PackedOperands::allocate(const AttentionBlocks& p) {
 
 void PackedOperands::pack_key_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* keys, int64_t stride) {
   if (keys_size_)
-    kernels::pack_transposed(p.d, std::min(kKeyTile, p.m - j0), keys, stride, storage_.data() + b * keys_size_ + j0 * p.d);
+    kernels::pack_transposed(p.d, std::min(kKeyTile, p.m - j0), keys, stride, storage_.data() + key_offset(b, j0, p.d));
 }
 
 void PackedOperands::pack_value_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* values,
                                      int64_t stride) {
-  kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, values, stride,
-                     storage_.data() + values_offset_ + b * values_size_ + j0 * values_width_);
+  kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, values, stride, storage_.data() + value_offset(b, j0));
 }
 
 void PackedOperands::pack(const AttentionBlocks& p) {
@@ -267,7 +266,8 @@ Status attend(const AttentionBlocks& p, float* output, float* weights, const Pac
     const int64_t group = item / tiles, i0 = (tiles - 1 - item % tiles) * kQueryTile;
     float* mine = scratch.data() + worker * per_thread;
     if (!weights) {
-      attend_streaming(p, operands, group, i0, mine + bias + tile, mine, mine + bias + tile + scores, mine + bias, output);
+      attend_streaming(p, operands, group, i0, mine + bias + tile, mine, mine + bias + tile + scores, mine + bias,
+                       output);
       return;
     }
     if (!average) {

@@ -72,12 +72,13 @@ class PackedOperands {
   // The values of the same keys, dv floats each.
   void pack_value_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* values, int64_t stride);
 
-  const float* key_panel(int64_t b, int64_t j0, int64_t d) const { return storage_.data() + b * keys_size_ + j0 * d; }
-  const float* value_tile(int64_t b, int64_t j0) const {
-    return storage_.data() + values_offset_ + b * values_size_ + j0 * values_width_;
-  }
+  const float* key_panel(int64_t b, int64_t j0, int64_t d) const { return storage_.data() + key_offset(b, j0, d); }
+  const float* value_tile(int64_t b, int64_t j0) const { return storage_.data() + value_offset(b, j0); }
 
  private:
+  int64_t key_offset(int64_t b, int64_t j0, int64_t d) const { return b * keys_size_ + j0 * d; }
+  int64_t value_offset(int64_t b, int64_t j0) const { return values_offset_ + b * values_size_ + j0 * values_width_; }
+
   FloatBuffer storage_;
   int64_t keys_size_ = 0, values_offset_ = 0, values_size_ = 0, values_width_ = 0;
 };

@@ -225,17 +225,13 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   // Items: (batch element, key tile, keys or values).
   parallel_for(g.batch * tiles * 2, [&](int64_t item, int worker) {
     const int64_t n = item / (2 * tiles), j0 = item / 2 % tiles * tile, count = std::min(tile, g.all_keys() - j0);
-    const bool keys = item % 2 == 0;
     float* rows = scratch_rows(worker);
-    if (keys)
+    if (item % 2 == 0) {
       project_tile(key, c.kdim, k_weight_, bias(1), bias_k_, n, j0, count, rows);
-    else
+      for (int64_t h = 0; h < H; ++h) packed.pack_key_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
+    } else {
       project_tile(value, c.vdim, v_weight_, bias(2), bias_v_, n, j0, count, rows);
-    for (int64_t h = 0; h < H; ++h) {
-      if (keys)
-        packed.pack_key_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
-      else
-        packed.pack_value_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
+      for (int64_t h = 0; h < H; ++h) packed.pack_value_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
     }
   }, 2.0 * tile * E * std::max(c.kdim, c.vdim));
 
