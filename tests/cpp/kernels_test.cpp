@@ -140,9 +140,12 @@ TEST_CASE("exp_sum exponentiates against the max, exp(-inf) = 0 exactly", "[kern
       }
       REQUIRE(s[0] == 0.0f);
       REQUIRE(std::fabs(sum - want_sum) <= 1e-6 * want_sum + 1e-38);
-      std::vector<float> with_nan = before;
-      with_nan[n / 2] = std::numeric_limits<float>::quiet_NaN();
-      REQUIRE(std::isnan(set->exp_sum(with_nan.data(), n, 0.0f)));
+      // NaN propagates from either pass of a chunk and from the tail: first, mid-row, last.
+      for (size_t at : {size_t{0}, n / 2, n - 1}) {
+        std::vector<float> with_nan = before;
+        with_nan[at] = std::numeric_limits<float>::quiet_NaN();
+        REQUIRE(std::isnan(set->exp_sum(with_nan.data(), n, 0.0f)));
+      }
     }
 }
 
