@@ -68,6 +68,29 @@ TEST_CASE("gemm_nt matches a float64 reference, with padded strides", "[kernels]
     }
 }
 
+TEST_CASE("pack_transposed and pack_rows lay B out in zero-padded panels", "[kernels]") {
+  for (size_t K : kSizes)
+    for (size_t N : kSizes) {
+      INFO("K=" << K << " N=" << N);
+      const size_t ldbt = K + 1, ldb = N + 3;
+      const std::vector<float> Bt = random_floats(N * ldbt, 20);
+      std::vector<float> B(K * ldb, 9.0f);  // the same matrix stored [K, N]
+      for (size_t k = 0; k < K; ++k)
+        for (size_t j = 0; j < N; ++j) B[k * ldb + j] = Bt[j * ldbt + k];
+      std::vector<float> from_transposed(attn::kernels::packed_size(K, N), -1.0f), from_rows = from_transposed;
+      attn::kernels::pack_transposed(K, N, Bt.data(), ldbt, from_transposed.data());
+      attn::kernels::pack_rows(K, N, B.data(), ldb, from_rows.data());
+      const size_t panel = attn::kernels::kPanel;
+      for (size_t j0 = 0; j0 < N; j0 += panel)
+        for (size_t k = 0; k < K; ++k)
+          for (size_t c = 0; c < panel; ++c) {
+            const float want = j0 + c < N ? Bt[(j0 + c) * ldbt + k] : 0.0f;
+            REQUIRE(from_transposed[j0 * K + k * panel + c] == want);
+            REQUIRE(from_rows[j0 * K + k * panel + c] == want);
+          }
+    }
+}
+
 TEST_CASE("gemm_packed matches a float64 reference, with and without bias, over ragged panels", "[kernels]") {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (auto [M, N, K] : gemm_shapes())
