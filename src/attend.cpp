@@ -91,19 +91,22 @@ void compute_scores(const AttentionBlocks& p, const Block& block, const PackedOp
 }
 
 // out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V, j0 a multiple of kKeyTile, through
-// the packed value tiles. Each panel of a tile is multiplied on its own, so that a tile cut short
-// by j1 (at the causal diagonal) reads only the first keys of each: a panel holds the whole tile's
-// depth. With rows ≤ 32, gemm_packed's own row block, this is the order gemm_packed walks a whole
-// tile in anyway.
+// the packed value tiles (`product` is rows x dv scratch). Each panel of a tile is multiplied on its
+// own, so that a tile cut short by j1 (at the causal diagonal) reads only the first keys of each:
+// a panel holds the whole tile's depth. With rows ≤ 32, gemm_packed's own row block, this is the
+// order gemm_packed walks a whole tile in anyway.
 void add_weighted_values(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, const float* P,
-                         size_t ldp, int64_t rows, int64_t j0, int64_t j1, float* out, size_t ldo) {
+                         size_t ldp, int64_t rows, int64_t j0, int64_t j1, float* out, size_t ldo, float* product) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const int64_t panel = static_cast<int64_t>(kernels::kPanel);
   for (int64_t t0 = j0; t0 < j1; t0 += kKeyTile) {
     const int64_t depth = std::min(t0 + kKeyTile, p.m) - t0, used = std::min(j1 - t0, depth);
     const float* tile = operands.value_tile(b, t0);
     for (int64_t c0 = 0; c0 < p.dv; c0 += panel)
-      k.gemm_packed_add(rows, std::min(panel, p.dv - c0), used, P + (t0 - j0), ldp, tile + c0 * depth, out + c0, ldo);
+      k.gemm_packed(rows, std::min(panel, p.dv - c0), used, P + (t0 - j0), ldp, tile + c0 * depth, nullptr,
+                    product + c0, p.dv);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < p.dv; ++c) out[r * ldo + c] += product[r * p.dv + c];
   }
 }
 
@@ -117,9 +120,9 @@ void zero_hidden_rows(const AttentionBlocks& p, const bool* hidden, int64_t rows
 
 // Materialising path for queries [i0, i0 + 32) of block b: scores go straight into the tile's
 // weight rows W (row stride m), which double as scratch, so the only extra memory is one bias row
-// of m floats.
+// of m floats and one product tile.
 void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, int64_t i0, float* bias,
-                         float* W, float* output) {
+                         float* product, float* W, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   float* O = block.output;
@@ -143,16 +146,16 @@ void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operand
     if (dropout_active(p)) p.dropout->apply(row, seen, (b * p.n + i0 + r) * p.m);
   }
   for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * ldo, O + (i0 + r) * ldo + p.dv, 0.0f);
-  add_weighted_values(p, operands, b, W, p.m, rows, 0, seen, O + i0 * ldo, ldo);
+  add_weighted_values(p, operands, b, W, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
   zero_hidden_rows(p, hidden, rows, O + i0 * ldo, ldo);
 }
 
 // Streaming path (online softmax, as in FlashAttention) for queries [i0, i0 + 32) of block b: key
 // tiles are folded into a running max, a running sum and an unnormalised output tile, which is
-// rescaled whenever the max grows. Scratch is one score tile, one bias row and one output tile,
-// whatever n and m are; the output rows are written once, at the end.
+// rescaled whenever the max grows. Scratch is one score tile, one bias row, one output tile and one
+// product tile, whatever n and m are; the output rows are written once, at the end.
 void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, int64_t i0, float* scores,
-                      float* bias, float* out, float* output) {
+                      float* bias, float* out, float* product, float* output) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   const size_t ldo = p.dv;
@@ -193,7 +196,7 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
       running_max[r] = new_max;
       if (dropout_active(p)) p.dropout->apply(s, cols, (b * p.n + i0 + r) * p.m + j0);
     }
-    add_weighted_values(p, operands, b, scores, kKeyTile, rows, j0, j0 + cols, out, ldo);
+    add_weighted_values(p, operands, b, scores, kKeyTile, rows, j0, j0 + cols, out, ldo, product);
   }
   bool hidden[kQueryTile];
   for (int64_t r = 0; r < rows; ++r) {
@@ -252,8 +255,8 @@ Status attend(const AttentionBlocks& p, float* output, float* weights, const Pac
   const bool average = weights && p.average_over > 1;
   const int64_t bias = weights ? p.m : kKeyTile;
   const int64_t scores = kQueryTile * kKeyTile;
-  const int64_t out_tile = kQueryTile * p.dv;
-  const int64_t per_thread = bias + (weights ? (average ? kQueryTile * p.m : 0) : scores + out_tile);
+  const int64_t tile = kQueryTile * p.dv;  // an output tile, and the product of one key tile
+  const int64_t per_thread = bias + tile + (weights ? (average ? kQueryTile * p.m : 0) : scores + tile);
   const int threads = thread_count();
   FloatBuffer scratch;
   Status status = scratch.allocate(per_thread * threads, "attention scratch");
@@ -263,19 +266,20 @@ Status attend(const AttentionBlocks& p, float* output, float* weights, const Pac
     const int64_t group = item / tiles, i0 = (tiles - 1 - item % tiles) * kQueryTile;
     float* mine = scratch.data() + worker * per_thread;
     if (!weights) {
-      attend_streaming(p, operands, group, i0, mine + bias, mine, mine + bias + scores, output);
+      attend_streaming(p, operands, group, i0, mine + bias + tile, mine, mine + bias + tile + scores, mine + bias,
+                       output);
       return;
     }
     if (!average) {
-      attend_with_weights(p, operands, group, i0, mine, weights + (group * p.n + i0) * p.m, output);
+      attend_with_weights(p, operands, group, i0, mine, mine + bias, weights + (group * p.n + i0) * p.m, output);
       return;
     }
     // The mean over the group's blocks: their rows summed in block order, then divided by the count.
     const int64_t count = std::min(kQueryTile, p.n - i0) * p.m;
     float* mean = weights + (group * p.n + i0) * p.m;
-    float* rows = mine + bias;
+    float* rows = mine + bias + tile;
     for (int64_t h = 0; h < p.average_over; ++h) {
-      attend_with_weights(p, operands, group * p.average_over + h, i0, mine, rows, output);
+      attend_with_weights(p, operands, group * p.average_over + h, i0, mine, mine + bias, rows, output);
       if (h == 0)
         std::copy(rows, rows + count, mean);
       else

@@ -31,11 +31,6 @@ struct KernelSet {
   void (*gemm_packed)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
                       const float* bias, float* C, size_t ldc);
 
-  // C[M, N] += A[M, K] · B, B packed as for gemm_packed: each key tile's weighted values added
-  // straight into the output tile.
-  void (*gemm_packed_add)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b, float* C,
-                          size_t ldc);
-
   // C[i, j] = Σ_k w[k] · tanh(A[i, k] + B[j, k]): additive (Bahdanau) scores from projected
   // queries A [M, K] and keys B [N, K].
   void (*tanh_scores)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,

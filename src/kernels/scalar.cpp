@@ -46,16 +46,15 @@ void scale_scalar(float* x, size_t n, float alpha) {
 }
 
 // Each row accumulates a whole panel row at a time: the same order of additions per output as a
-// dot product, laid out so that compilers vectorise the 8-wide inner loop. The sums start from the
-// bias, or from C itself when accumulating.
-void gemm_packed_rows(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
-                      const float* bias, bool accumulate, float* C, size_t ldc) {
+// dot product, laid out so that compilers vectorise the 8-wide inner loop.
+void gemm_packed_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
+                        const float* bias, float* C, size_t ldc) {
   for (size_t j0 = 0; j0 < N; j0 += kPanel) {
     const size_t columns = std::min(kPanel, N - j0);
     const float* panel = packed_b + j0 * K;
     for (size_t i = 0; i < M; ++i) {
-      float acc[kPanel] = {};
-      for (size_t c = 0; c < columns; ++c) acc[c] = accumulate ? C[i * ldc + j0 + c] : bias ? bias[j0 + c] : 0.0f;
+      float acc[kPanel];
+      for (size_t c = 0; c < kPanel; ++c) acc[c] = bias && c < columns ? bias[j0 + c] : 0.0f;
       for (size_t k = 0; k < K; ++k) {
         const float a = A[i * lda + k];
         for (size_t c = 0; c < kPanel; ++c) acc[c] += a * panel[k * kPanel + c];
@@ -63,16 +62,6 @@ void gemm_packed_rows(size_t M, size_t N, size_t K, const float* A, size_t lda, 
       std::copy(acc, acc + columns, C + i * ldc + j0);
     }
   }
-}
-
-void gemm_packed_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
-                        const float* bias, float* C, size_t ldc) {
-  gemm_packed_rows(M, N, K, A, lda, packed_b, bias, false, C, ldc);
-}
-
-void gemm_packed_add_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b, float* C,
-                            size_t ldc) {
-  gemm_packed_rows(M, N, K, A, lda, packed_b, nullptr, true, C, ldc);
 }
 
 void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
@@ -89,7 +78,7 @@ void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
 
 const KernelSet kScalarKernels = {
     "scalar",           gemm_nt_scalar,    scale_bias_max_scalar, exp_sum_scalar, scale_scalar,
-    gemm_packed_scalar, gemm_packed_add_scalar, tanh_scores_scalar,
+    gemm_packed_scalar, tanh_scores_scalar,
 };
 
 }  // namespace attn::kernels

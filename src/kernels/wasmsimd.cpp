@@ -152,26 +152,15 @@ void gemm_nt_2x4__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t 
 // multiplied into the panel's two vectors (XNNPACK's f32-gemm "splat" micro-kernel). Measured in
 // V8 on this machine (bench/kernels_wasm.cpp, 1024^3, before the row blocks below): 4x8 runs at 31 GFLOP/s, 3x8 at 22, 5x8 and
 // 6x8 at 18-19 (V8 spills their accumulators).
-// kAccumulate: C += A · B (C's block is the starting sum and bias is not read).
-template <int MR, bool kAccumulate>
+template <int MR>
 void gemm_packed_tile(size_t K, const float* A, size_t lda, const float* panel, const float* bias, float* C,
                       size_t ldc, size_t columns) {
   v128_t acc[MR][2];
-  if (kAccumulate) {
-    for (int r = 0; r < MR; ++r) {
-      alignas(16) float row[kPanel] = {};
-      const float* sum = C + r * ldc;
-      if (columns < kPanel) sum = std::copy(sum, sum + columns, row) - columns;
-      acc[r][0] = wasm_v128_load(sum);
-      acc[r][1] = wasm_v128_load(sum + 4);
-    }
-  } else {
-    const v128_t b0 = bias ? wasm_v128_load(bias) : wasm_f32x4_splat(0.0f);
-    const v128_t b1 = bias ? wasm_v128_load(bias + 4) : wasm_f32x4_splat(0.0f);
-    for (int r = 0; r < MR; ++r) {
-      acc[r][0] = b0;
-      acc[r][1] = b1;
-    }
+  const v128_t b0 = bias ? wasm_v128_load(bias) : wasm_f32x4_splat(0.0f);
+  const v128_t b1 = bias ? wasm_v128_load(bias + 4) : wasm_f32x4_splat(0.0f);
+  for (int r = 0; r < MR; ++r) {
+    acc[r][0] = b0;
+    acc[r][1] = b1;
   }
   // One pointer per row, each moved on by one float a step: V8 then spends one add per row and
   // step instead of recomputing every address from k (a shift and an add or two), which measured
@@ -206,9 +195,8 @@ void gemm_packed_tile(size_t K, const float* A, size_t lda, const float* panel, 
 // 32-35 GFLOP/s; blocks of 64 did as well, 16 and 128 worse, and splitting K too gained nothing.
 constexpr size_t kRowBlock = 32;
 
-template <bool kAccumulate>
-void gemm_packed_blocks(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
-                        const float* bias, float* C, size_t ldc) {
+void gemm_packed_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
+                                     const float* bias, float* C, size_t ldc) {
   for (size_t i0 = 0; i0 < M; i0 += kRowBlock) {
     const size_t rows = std::min(kRowBlock, M - i0);
     for (size_t j0 = 0; j0 < N; j0 += kPanel) {
@@ -220,26 +208,15 @@ void gemm_packed_blocks(size_t M, size_t N, size_t K, const float* A, size_t lda
       const float* a = A + i0 * lda;
       float* c = C + i0 * ldc + j0;
       size_t i = 0;
-      for (; i + 4 <= rows; i += 4)
-        gemm_packed_tile<4, kAccumulate>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns);
+      for (; i + 4 <= rows; i += 4) gemm_packed_tile<4>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns);
       switch (rows - i) {
-        case 3: gemm_packed_tile<3, kAccumulate>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
-        case 2: gemm_packed_tile<2, kAccumulate>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
-        case 1: gemm_packed_tile<1, kAccumulate>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
+        case 3: gemm_packed_tile<3>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
+        case 2: gemm_packed_tile<2>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
+        case 1: gemm_packed_tile<1>(K, a + i * lda, lda, panel, b, c + i * ldc, ldc, columns); break;
         default: break;
       }
     }
   }
-}
-
-void gemm_packed_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* packed_b,
-                                     const float* bias, float* C, size_t ldc) {
-  gemm_packed_blocks<false>(M, N, K, A, lda, packed_b, bias, C, ldc);
-}
-
-void gemm_packed_add_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* A, size_t lda,
-                                         const float* packed_b, float* C, size_t ldc) {
-  gemm_packed_blocks<true>(M, N, K, A, lda, packed_b, nullptr, C, ldc);
 }
 
 float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scale) {
@@ -355,7 +332,6 @@ const KernelSet kWasmSimdKernels = {
     exp_sum__wasmsimd_rr2_p5,
     scale__wasmsimd,
     gemm_packed_4x8__wasmsimd_splat,
-    gemm_packed_add_4x8__wasmsimd_splat,
     tanh_scores__wasmsimd,
 };
 
