@@ -127,6 +127,12 @@ console.log('\nkernels (1 thread)');
   const gemm = kernels.gemmGflops(GEMM.M, GEMM.N, GEMM.K, 5);
   rows.push({ impl: 'ours-gemm', ...GEMM, threads: 1, gflops: gemm });
   console.log(`  ours-gemm             ${gemm.toFixed(1).padStart(6)} GFLOP/s  (${GEMM.M}x${GEMM.N}x${GEMM.K}, best of 5; ${((100 * gemm) / peak).toFixed(0)}% of peak)`);
+  // What holds the GEMM below the peak: its inner loop with either kind of load taken out.
+  const loop = kernels.gemmLoopGflops(50, 200);
+  rows.push({ impl: 'ours-gemm-loop', M: 32, N: 128, K: 64, threads: 1, gflops: loop.kernel, gflops_all_loads: loop.allLoads,
+    gflops_no_splats: loop.noSplats, gflops_no_panel_loads: loop.noPanelLoads });
+  console.log(`  ours-gemm-loop        ${loop.kernel.toFixed(1).padStart(6)} GFLOP/s  (32x128x64 in L1; its 4x8 loop as written ${loop.allLoads.toFixed(1)},` +
+    ` without A's load-splats ${loop.noSplats.toFixed(1)}, without the panel loads ${loop.noPanelLoads.toFixed(1)})`);
   if (selected('onnxruntime-web-gemm')) {
     try {
       const { gflops: ortGemm } = await ortCall(1, (w) => w.call('gemm', { ...GEMM, repeats: 5 }));

@@ -4,7 +4,9 @@
 #include <emscripten/emscripten.h>
 #include <wasm_simd128.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -53,9 +55,84 @@ double gemm_gflops(int M, int N, int K, int repeats) {
   return 2.0 * M * N * K / (best * 1e6);
 }
 
+// What bounds the GEMM. One k step of its 4x8 tile issues two panel loads, four load-splats of A
+// and 16 multiplies and adds. These copies of that loop keep either kind of load out of it (A's
+// four values, or the panel's two vectors, fixed for the whole tile: timing only, the results are
+// wrong), so the three figures show which one holds the kernel below the peak.
+enum class TileLoads { kAll, kNoSplats, kNoPanelLoads };
+
+template <TileLoads kLoads>
+void tile_4x8(size_t K, const float* A, size_t lda, const float* panel, float* C, size_t ldc) {
+  v128_t acc[4][2];
+  for (auto& row : acc) row[0] = row[1] = wasm_f32x4_splat(0.0f);
+  const float* a[4];
+  v128_t fixed_a[4];
+  for (int r = 0; r < 4; ++r) {
+    a[r] = A + r * lda;
+    fixed_a[r] = wasm_v128_load32_splat(a[r]);
+  }
+  const v128_t fixed_lo = wasm_v128_load(panel), fixed_hi = wasm_v128_load(panel + 4);
+  for (size_t k = 0; k < K; ++k, panel += 8) {
+    const bool load_panel = kLoads != TileLoads::kNoPanelLoads;
+    const v128_t lo = load_panel ? wasm_v128_load(panel) : fixed_lo, hi = load_panel ? wasm_v128_load(panel + 4) : fixed_hi;
+    for (int r = 0; r < 4; ++r) {
+      const v128_t splat = kLoads == TileLoads::kNoSplats ? fixed_a[r] : wasm_v128_load32_splat(a[r]++);
+      acc[r][0] = wasm_f32x4_add(acc[r][0], wasm_f32x4_mul(splat, lo));
+      acc[r][1] = wasm_f32x4_add(acc[r][1], wasm_f32x4_mul(splat, hi));
+    }
+  }
+  for (int r = 0; r < 4; ++r) {
+    wasm_v128_store(C + r * ldc, acc[r][0]);
+    wasm_v128_store(C + r * ldc + 4, acc[r][1]);
+  }
+}
+
+// A score tile's shape: 32 queries x 128 keys x head dim 64, all in L1.
+constexpr size_t kLoopM = 32, kLoopN = 128, kLoopK = 64;
+
+// C = A · B in the kernel's order: panels, and 4-row tiles within them.
+template <TileLoads kLoads>
+void gemm_4x8(const float* A, const float* packed, float* C) {
+  for (size_t j0 = 0; j0 < kLoopN; j0 += 8)
+    for (size_t i = 0; i < kLoopM; i += 4) tile_4x8<kLoads>(kLoopK, A + i * kLoopK, kLoopK, packed + j0 * kLoopK, C + i * kLoopN + j0, kLoopN);
+}
+
+void kernel_gemm(const float* A, const float* packed, float* C) {
+  attn::kernels::active_kernels().gemm_packed(kLoopM, kLoopN, kLoopK, A, kLoopK, packed, nullptr, C, kLoopN);
+}
+
+// GFLOP/s of the kernel itself, and of the loop above with all its loads, without the splats and
+// without the panel loads; the variants take turns each round, so drift slows them alike. Best of
+// `repeats` rounds of `calls` calls each.
+emscripten::val gemm_loop_gflops(int repeats, int calls) {
+  std::vector<float> A(kLoopM * kLoopK), Bt(kLoopN * kLoopK), C(kLoopM * kLoopN);
+  for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(float(i));
+  for (size_t i = 0; i < Bt.size(); ++i) Bt[i] = std::cos(float(i));
+  std::vector<float> packed(attn::kernels::packed_size(kLoopK, kLoopN));
+  attn::kernels::pack_transposed(kLoopK, kLoopN, Bt.data(), kLoopK, packed.data());
+  using Gemm = void (*)(const float*, const float*, float*);
+  const std::pair<const char*, Gemm> variants[] = {{"kernel", kernel_gemm},
+                                                   {"allLoads", gemm_4x8<TileLoads::kAll>},
+                                                   {"noSplats", gemm_4x8<TileLoads::kNoSplats>},
+                                                   {"noPanelLoads", gemm_4x8<TileLoads::kNoPanelLoads>}};
+  constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
+  double best[kVariants];
+  std::fill(best, best + kVariants, 1e300);
+  for (int r = 0; r < repeats; ++r)
+    for (int v = 0; v < kVariants; ++v) {
+      const double start = emscripten_get_now();
+      for (int c = 0; c < calls; ++c) variants[v].second(A.data(), packed.data(), C.data());
+      best[v] = std::min(best[v], (emscripten_get_now() - start) / calls);
+    }
+  emscripten::val result = emscripten::val::object();
+  for (int v = 0; v < kVariants; ++v) result.set(variants[v].first, 2.0 * kLoopM * kLoopN * kLoopK / (best[v] * 1e6));
+  return result;
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(bench_kernels) {
   emscripten::function("simd128PeakGflops", &simd128_peak_gflops);
   emscripten::function("gemmGflops", &gemm_gflops);
+  emscripten::function("gemmLoopGflops", &gemm_loop_gflops);
 }
