@@ -222,8 +222,8 @@ void gemm_packed_4x8__wasmsimd_splat(size_t M, size_t N, size_t K, const float* 
 float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scale) {
   const v128_t vscale = wasm_f32x4_splat(scale);
   // Four running maxima through f32x4.pmax, one instruction where the NaN-propagating f32x4.max is
-  // about eight (measured 2.2x faster over 128-float rows). pmax skips NaN, so NaN is tracked on its
-  // own: x != x marks it.
+  // about eight. pmax skips NaN, so NaN is tracked on its own (x != x marks it); even so the loop
+  // measured 1.5x faster over 128-float rows.
   v128_t vmax[4];
   for (v128_t& m : vmax) m = wasm_f32x4_splat(-std::numeric_limits<float>::infinity());
   v128_t nan = wasm_i32x4_splat(0);
