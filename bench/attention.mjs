@@ -128,7 +128,7 @@ console.log('\nkernels (1 thread)');
   rows.push({ impl: 'ours-gemm', ...GEMM, threads: 1, gflops: gemm });
   console.log(`  ours-gemm             ${gemm.toFixed(1).padStart(6)} GFLOP/s  (${GEMM.M}x${GEMM.N}x${GEMM.K}, best of 5; ${((100 * gemm) / peak).toFixed(0)}% of peak)`);
   // What holds the GEMM below the peak: its inner loop with either kind of load taken out.
-  const loop = kernels.gemmLoopGflops(50, 200);
+  const loop = kernels.gemmLoopGflops();
   rows.push({ impl: 'ours-gemm-loop', M: 32, N: 128, K: 64, threads: 1, gflops: loop.kernel, gflops_all_loads: loop.allLoads,
     gflops_no_splats: loop.noSplats, gflops_no_panel_loads: loop.noPanelLoads });
   console.log(`  ours-gemm-loop        ${loop.kernel.toFixed(1).padStart(6)} GFLOP/s  (32x128x64 in L1; its 4x8 loop as written ${loop.allLoads.toFixed(1)},` +

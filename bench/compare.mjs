@@ -12,7 +12,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
-import { E, H, HEAD_DIM, input, stateDict } from './problem.mjs';
+import { E, H, HEAD_DIM, input, maxAbsError, stateDict } from './problem.mjs';
+import { measureAlternating } from './timing.mjs';
 
 const { values, positionals: dists } = parseArgs({
   allowPositionals: true,
@@ -40,28 +41,17 @@ for (const dist of dists) {
     const query = { data: x, shape: [L, 1, E] };
     run = () => mha.forward(query, null, null, { isCausal: true, needWeights: false }).output.data;
   }
-  builds.push({ dist, run, times: [] });
+  builds.push({ dist, run });
 }
 
-// Warm-up: V8 runs wasm on its baseline tier until TurboFan has compiled the hot functions.
-const outputs = builds.map(({ run }) => {
-  for (const start = performance.now(); performance.now() - start < 1000; ) run();
-  return run();
-});
-for (let r = 0; r < rounds; ++r)
-  for (const build of builds) {
-    const start = performance.now();
-    build.run();
-    build.times.push(performance.now() - start);
-  }
+const outputs = builds.map(({ run }) => run());
+// One run of each build per round, after at least a second of warm-up (V8 runs wasm on its
+// baseline tier until TurboFan has compiled the hot functions).
+const timings = await measureAlternating(builds.map(({ run }) => run), { warmup: 1, warmupMs: 1000, minRuns: rounds, maxRuns: rounds, budgetMs: 0 });
 
 const problem = values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
 console.log(`${problem}, ${threads} thread(s), ${rounds} rounds in alternation`);
-for (const { dist, times } of builds) {
-  times.sort((a, b) => a - b);
-  console.log(`  ${dist.padEnd(30)} min ${times[0].toFixed(1).padStart(8)} ms   median ${times[times.length >> 1].toFixed(1).padStart(8)} ms`);
-}
-let maxDiff = 0;
-for (const output of outputs.slice(1))
-  for (let i = 0; i < output.length; ++i) maxDiff = Math.max(maxDiff, Math.abs(output[i] - outputs[0][i]));
+for (const [i, { dist }] of builds.entries())
+  console.log(`  ${dist.padEnd(30)} min ${timings[i].min_ms.toFixed(1).padStart(8)} ms   median ${timings[i].median_ms.toFixed(1).padStart(8)} ms`);
+const maxDiff = Math.max(...outputs.slice(1).map((output) => maxAbsError(output, outputs[0])));
 console.log(`  max |difference| between the builds' outputs: ${maxDiff.toExponential(1)}`);

@@ -38,18 +38,27 @@ double simd128_peak_gflops(int iterations) {
   return 8.0 * kChains * iterations / (ms * 1e6);
 }
 
+// A [M, K] and B [K, N] packed for gemm_packed, filled with sin and cos.
+struct GemmOperands {
+  std::vector<float> A, packed;
+
+  GemmOperands(size_t M, size_t N, size_t K) : A(M * K), packed(attn::kernels::packed_size(K, N)) {
+    std::vector<float> Bt(N * K);
+    for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(float(i));
+    for (size_t i = 0; i < Bt.size(); ++i) Bt[i] = std::cos(float(i));
+    attn::kernels::pack_transposed(K, N, Bt.data(), K, packed.data());
+  }
+};
+
 // C[M, N] = A[M, K] · B with B packed once, as projections run; the best of `repeats` runs.
 double gemm_gflops(int M, int N, int K, int repeats) {
-  std::vector<float> A(size_t(M) * K), Bt(size_t(N) * K), C(size_t(M) * N);
-  for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(float(i));
-  for (size_t i = 0; i < Bt.size(); ++i) Bt[i] = std::cos(float(i));
-  std::vector<float> packed(attn::kernels::packed_size(K, N));
-  attn::kernels::pack_transposed(K, N, Bt.data(), K, packed.data());
+  const GemmOperands operands(M, N, K);
+  std::vector<float> C(size_t(M) * N);
   const auto& kernels = attn::kernels::active_kernels();
   double best = 1e300;
   for (int r = 0; r < repeats; ++r) {
     const double start = emscripten_get_now();
-    kernels.gemm_packed(M, N, K, A.data(), K, packed.data(), nullptr, C.data(), N);
+    kernels.gemm_packed(M, N, K, operands.A.data(), K, operands.packed.data(), nullptr, C.data(), N);
     best = std::min(best, emscripten_get_now() - start);
   }
   return 2.0 * M * N * K / (best * 1e6);
@@ -105,11 +114,8 @@ void kernel_gemm(const float* A, const float* packed, float* C) {
 // without the panel loads; the variants take turns each round, so drift slows them alike. Best of
 // `repeats` rounds of `calls` calls each.
 emscripten::val gemm_loop_gflops(int repeats, int calls) {
-  std::vector<float> A(kLoopM * kLoopK), Bt(kLoopN * kLoopK), C(kLoopM * kLoopN);
-  for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(float(i));
-  for (size_t i = 0; i < Bt.size(); ++i) Bt[i] = std::cos(float(i));
-  std::vector<float> packed(attn::kernels::packed_size(kLoopK, kLoopN));
-  attn::kernels::pack_transposed(kLoopK, kLoopN, Bt.data(), kLoopK, packed.data());
+  const GemmOperands operands(kLoopM, kLoopN, kLoopK);
+  std::vector<float> C(kLoopM * kLoopN);
   using Gemm = void (*)(const float*, const float*, float*);
   const std::pair<const char*, Gemm> variants[] = {{"kernel", kernel_gemm},
                                                    {"allLoads", gemm_4x8<TileLoads::kAll>},
@@ -121,7 +127,7 @@ emscripten::val gemm_loop_gflops(int repeats, int calls) {
   for (int r = 0; r < repeats; ++r)
     for (int v = 0; v < kVariants; ++v) {
       const double start = emscripten_get_now();
-      for (int c = 0; c < calls; ++c) variants[v].second(A.data(), packed.data(), C.data());
+      for (int c = 0; c < calls; ++c) variants[v].second(operands.A.data(), operands.packed.data(), C.data());
       best[v] = std::min(best[v], (emscripten_get_now() - start) / calls);
     }
   emscripten::val result = emscripten::val::object();
