@@ -2,7 +2,8 @@
 // every KernelSet this native build has (scalar, and the wasm SIMD128 set through SIMDe) at the
 // shapes attention gives each kernel. `npm run bench:kernels [-- --benchmark_filter=gemm]`.
 // Native figures compare kernel designs with each other; the wasm figures that the README quotes
-// come from bench/attention.mjs, which runs the same kernels inside V8.
+// come from bench/attention.mjs, which runs the same kernels inside V8. On x86, x86_tile_step times
+// the GEMM's inner step as machine code, to tell the CPU's limit from V8's.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -115,6 +116,56 @@ void tanh_scores(benchmark::State& state, const KernelSet* set) {
   set_elements(state, M * N * K);
 }
 
+#if defined(__x86_64__)
+// What holds the wasm GEMM below the SIMD128 peak on x86, timed on machine code itself: one k step
+// of gemm_packed's 4x8 tile as V8 compiles it (two vmovdqu of the panel, four vbroadcastss of A,
+// eight vmulps each feeding a vaddps into an accumulator), the same step without its six loads, and
+// with the multiply and add fused (vfmadd231ps: what relaxed SIMD's f32x4.relaxed_madd would give).
+// Operands stay in L1, four steps per loop pass.
+#define TILE_LOADS(a_offset, panel_offset)                                                        \
+  "vmovdqu " #panel_offset "(%[panel]), %%xmm14\n vmovdqu " #panel_offset "+16(%[panel]), %%xmm15\n" \
+  "vbroadcastss " #a_offset "(%[a]), %%xmm8\n vbroadcastss " #a_offset "+4(%[a]), %%xmm9\n"        \
+  "vbroadcastss " #a_offset "+8(%[a]), %%xmm10\n vbroadcastss " #a_offset "+12(%[a]), %%xmm11\n"
+#define TILE_MUL_ADD(splat, acc_lo, acc_hi)                                 \
+  "vmulps %%xmm14, %%" #splat ", %%xmm12\n vaddps %%xmm12, %%" #acc_lo ", %%" #acc_lo "\n" \
+  "vmulps %%xmm15, %%" #splat ", %%xmm13\n vaddps %%xmm13, %%" #acc_hi ", %%" #acc_hi "\n"
+#define TILE_FMA(splat, acc_lo, acc_hi) \
+  "vfmadd231ps %%xmm14, %%" #splat ", %%" #acc_lo "\n vfmadd231ps %%xmm15, %%" #splat ", %%" #acc_hi "\n"
+#define TILE_STEP(OP) OP(xmm8, xmm0, xmm1) OP(xmm9, xmm2, xmm3) OP(xmm10, xmm4, xmm5) OP(xmm11, xmm6, xmm7)
+#define TILE_LOOP(BODY)                                                                          \
+  __asm__ volatile("1:\n" BODY "add $64, %[a]\n add $128, %[panel]\n dec %[passes]\n jnz 1b\n"    \
+                   : [a] "+r"(a), [panel] "+r"(panel), [passes] "+r"(passes)                     \
+                   :                                                                             \
+                   : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", \
+                     "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15")
+
+enum class TileStep { kMulAdd, kMulAddNoLoads, kFma };
+
+template <TileStep kStep>
+void x86_tile_step(benchmark::State& state) {
+  constexpr size_t kSteps = 64;
+  if (!__builtin_cpu_supports("avx") || (kStep == TileStep::kFma && !__builtin_cpu_supports("fma"))) {
+    state.SkipWithError("this CPU lacks AVX or FMA");
+    return;
+  }
+  alignas(64) float A[kSteps * 4] = {}, panel_data[kSteps * 8] = {};
+  for (auto _ : state) {
+    const float* a = A;
+    const float* panel = panel_data;
+    size_t passes = kSteps / 4;
+    if constexpr (kStep == TileStep::kMulAdd)
+      TILE_LOOP(TILE_LOADS(0, 0) TILE_STEP(TILE_MUL_ADD) TILE_LOADS(16, 32) TILE_STEP(TILE_MUL_ADD)
+                    TILE_LOADS(32, 64) TILE_STEP(TILE_MUL_ADD) TILE_LOADS(48, 96) TILE_STEP(TILE_MUL_ADD));
+    else if constexpr (kStep == TileStep::kMulAddNoLoads)
+      TILE_LOOP(TILE_STEP(TILE_MUL_ADD) TILE_STEP(TILE_MUL_ADD) TILE_STEP(TILE_MUL_ADD) TILE_STEP(TILE_MUL_ADD));
+    else
+      TILE_LOOP(TILE_LOADS(0, 0) TILE_STEP(TILE_FMA) TILE_LOADS(16, 32) TILE_STEP(TILE_FMA) TILE_LOADS(32, 64)
+                    TILE_STEP(TILE_FMA) TILE_LOADS(48, 96) TILE_STEP(TILE_FMA));
+  }
+  set_flops(state, 2.0 * 4 * 8 * kSteps);
+}
+#endif
+
 void register_all() {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets()) {
     const std::string suffix = std::string("/") + set->name;
@@ -131,6 +182,11 @@ void register_all() {
     benchmark::RegisterBenchmark(("tanh_scores" + suffix).c_str(), tanh_scores, set)->Args({32, 128, 16})->Args({32, 128, 64});
   }
   benchmark::RegisterBenchmark("pack_transposed", pack_transposed)->Args({64, 128})->Args({512, 512});
+#if defined(__x86_64__)
+  benchmark::RegisterBenchmark("x86_tile_step/mul_add", x86_tile_step<TileStep::kMulAdd>);
+  benchmark::RegisterBenchmark("x86_tile_step/mul_add_no_loads", x86_tile_step<TileStep::kMulAddNoLoads>);
+  benchmark::RegisterBenchmark("x86_tile_step/fma", x86_tile_step<TileStep::kFma>);
+#endif
 }
 
 }  // namespace
