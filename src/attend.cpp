@@ -72,6 +72,9 @@ struct Block {
   size_t ldq, ldo;
 };
 
+// Block b's index in the masks, the dropout draws and the score functions.
+int64_t mask_index(const AttentionBlocks& p, int64_t b) { return p.first_block + b * p.block_step; }
+
 Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
   return {p.query + p.query_layout.offset(b), output + p.output_layout.offset(b),
           static_cast<size_t>(p.query_layout.row_stride), static_cast<size_t>(p.output_layout.row_stride)};
@@ -82,12 +85,12 @@ Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
 void compute_scores(const AttentionBlocks& p, const Block& block, const PackedOperands& operands, int64_t b, int64_t i0,
                     int64_t rows, int64_t j0, int64_t cols, float* scores, size_t ld) {
   if (p.score) {
-    (*p.score)(b, i0, rows, j0, cols, scores, ld);
+    (*p.score)(mask_index(p, b), i0, rows, j0, cols, scores, ld);
     return;
   }
   kernels::active_kernels().gemm_packed(rows, cols, p.d, block.query + i0 * block.ldq, block.ldq,
                                         operands.key_panel(b, j0, p.d), nullptr, scores, ld);
-  if (p.score_term) (*p.score_term)(b, i0, rows, j0, cols, scores, ld);
+  if (p.score_term) (*p.score_term)(mask_index(p, b), i0, rows, j0, cols, scores, ld);
 }
 
 // out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V, j0 a multiple of kKeyTile, through
@@ -133,7 +136,7 @@ void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operand
   const int64_t first_hidden = std::min(i0 + rows, p.m);
   const int64_t seen = p.mask && p.mask->hides_keys(i0 + rows - 1, first_hidden, p.m) ? first_hidden : p.m;
   compute_scores(p, block, operands, b, i0, rows, 0, seen, W, p.m);
-  TileMask tile_mask(p, b, i0, 0, seen, bias);
+  TileMask tile_mask(p, mask_index(p, b), i0, 0, seen, bias);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + r * p.m;
     const RowMask mask = tile_mask.row(i0 + r);
@@ -143,7 +146,7 @@ void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operand
     if (hidden[r]) continue;
     const float max = k.scale_bias_max(row, mask.bias, length, p.scale);
     k.scale(row, length, 1.0f / k.exp_sum(row, length, max));
-    if (dropout_active(p)) p.dropout->apply(row, seen, (b * p.n + i0 + r) * p.m);
+    if (dropout_active(p)) p.dropout->apply(row, seen, (mask_index(p, b) * p.n + i0 + r) * p.m);
   }
   for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * ldo, O + (i0 + r) * ldo + p.dv, 0.0f);
   add_weighted_values(p, operands, b, W, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
@@ -174,7 +177,7 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
     const int64_t causal_cols = p.mask ? p.mask->causal_limit(i0 + rows - 1, j0, j0 + cols) : cols;
     if (causal_cols >= 0) cols = causal_cols;
     compute_scores(p, block, operands, b, i0, rows, j0, cols, scores, kKeyTile);
-    TileMask tile_mask(p, b, i0, j0, j0 + cols, bias);
+    TileMask tile_mask(p, mask_index(p, b), i0, j0, j0 + cols, bias);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
       const RowMask mask = tile_mask.row(i0 + r);
@@ -194,7 +197,7 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
       }
       running_sum[r] += tile_sum;
       running_max[r] = new_max;
-      if (dropout_active(p)) p.dropout->apply(s, cols, (b * p.n + i0 + r) * p.m + j0);
+      if (dropout_active(p)) p.dropout->apply(s, cols, (mask_index(p, b) * p.n + i0 + r) * p.m + j0);
     }
     add_weighted_values(p, operands, b, scores, kKeyTile, rows, j0, j0 + cols, out, ldo, product);
   }

@@ -48,6 +48,10 @@ struct AttentionBlocks {
   // blocks (heads): [B / average_over, n, m], built a query tile at a time, so that the per-block
   // weights never exist whole.
   int64_t average_over = 1;
+  // Block b is block first_block + b * block_step of the masks, the dropout draws and the score
+  // functions, while the buffers and layouts count blocks from 0: a caller that attends one head
+  // of H at a time (first_block = h, block_step = H) keeps every block's place in [N, H, n, m].
+  int64_t first_block = 0, block_step = 1;
 };
 
 // Every block's keys and values packed once for gemm_packed, so that query tiles multiply by them

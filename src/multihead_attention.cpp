@@ -6,6 +6,7 @@
 
 #include "attend.h"
 #include "buffer.h"
+#include "kernels/packing.h"
 #include "linear.h"
 #include "mask.h"
 #include "parallel.h"
@@ -140,7 +141,8 @@ Status MultiheadAttention::check_forward(const Shape& query, const Shape& key, c
 }
 
 Status MultiheadAttention::forward(const TensorView& query, const TensorView& key, const TensorView& value,
-                                   const MultiheadAttentionOptions& options, float* output, float* weights) const {
+                                   const MultiheadAttentionOptions& options, float* output, float* weights,
+                                   SpillStore* spill) const {
   Shape output_shape, weights_shape;
   Status status = first_failure(
       {require_loaded("MultiheadAttention"),
@@ -163,11 +165,13 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   if (!status.ok()) return status;
   const auto scratch_rows = [&](int worker) { return scratch.data() + worker * tile * E; };
   const float* in_bias = in_proj_bias_ >= 0 ? parameters_.get(in_proj_bias_) : nullptr;
-  const auto bias = [&](int slot) { return in_bias ? in_bias + slot * E : nullptr; };
-  // Positions [j0, j0 + count) of batch element n's projected keys (or values) into out [count, E]:
-  // the given positions through the projection, then the bias_k (bias_v) row and the zero row.
-  const auto project_tile = [&](const TensorView& input, int64_t features, const PackedWeight& w, const float* b,
-                                int extra_parameter, int64_t n, int64_t j0, int64_t count, float* out) {
+  // The in-projection bias of slot (query 0, key 1, value 2) from output `first` on.
+  const auto bias = [&](int slot, int64_t first) { return in_bias ? in_bias + slot * E + first : nullptr; };
+  // Positions [j0, j0 + count) of batch element n's projected keys (or values), outputs
+  // [first, first + w.out) alone, into out [count, w.out] (row stride E): the given positions
+  // through the projection, then the bias_k (bias_v) row and the zero row.
+  const auto project_tile = [&](const TensorView& input, int64_t features, const WeightSlice& w, const float* b,
+                                int extra_parameter, int64_t first, int64_t n, int64_t j0, int64_t count, float* out) {
     const int64_t given = std::clamp<int64_t>(g.keys - j0, 0, count);
     if (given > 0)
       linear_rows(given, input.data + (batch_first ? n * g.keys + j0 : j0 * g.batch + n) * features,
@@ -175,21 +179,36 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
     for (int64_t t = j0 + given; t < j0 + count; ++t) {
       float* row = out + (t - j0) * E;
       if (c.add_bias_kv && t == g.keys)
-        std::memcpy(row, parameters_.get(extra_parameter), E * sizeof(float));
+        std::memcpy(row, parameters_.get(extra_parameter) + first, w.out * sizeof(float));
       else
-        std::fill(row, row + E, 0.0f);
+        std::fill(row, row + w.out, 0.0f);
     }
   };
-  // y = x · Wᵀ + b over x [queries, E] itself, through the scratch rows, in linear()'s work items.
+  // y = x · Wᵀ + b over the query rows x [queries, E], through the scratch rows in linear()'s work
+  // items: columns [skip, skip + width) of each result row go to y (row stride ldy), which may be x.
   static_assert(kLinearRowsPerItem <= PackedOperands::kKeyTile, "a work item's rows fit the scratch rows");
   const int64_t query_rows = g.queries * g.batch, chunk = kLinearRowsPerItem;
-  const auto project_in_place = [&](const PackedWeight& w, const float* b, float* x) {
+  const auto project_rows = [&](const float* x, const WeightSlice& w, const float* b, int64_t skip, int64_t width,
+                                float* y, int64_t ldy) {
     parallel_for((query_rows + chunk - 1) / chunk, [&](int64_t item, int worker) {
       const int64_t r0 = item * chunk, count = std::min(chunk, query_rows - r0);
-      float* y = scratch_rows(worker);
-      linear_rows(count, x + r0 * E, E, w, b, y, E);
-      std::copy(y, y + count * E, x + r0 * E);
-    }, 2.0 * chunk * E * E);
+      float* rows = scratch_rows(worker);
+      linear_rows(count, x + r0 * E, E, w, b, rows, E);
+      for (int64_t r = 0; r < count; ++r)
+        std::copy(rows + r * E + skip, rows + r * E + skip + width, y + (r0 + r) * ldy);
+    }, 2.0 * chunk * E * w.out);
+  };
+  // Heads [h0, h0 + heads) own outputs [h0 * head_dim, (h0 + heads) * head_dim) of each projection;
+  // a weight slice starts on a panel (8 outputs), so these are projected from `first`, the panel
+  // start at or before them, and sit `h0 * head_dim - first` floats into each projected row.
+  struct HeadColumns {
+    int64_t first, width;
+  };
+  const auto head_columns = [&](int64_t h0, int64_t heads) {
+    const int64_t panel = static_cast<int64_t>(kernels::kPanel);
+    const int64_t first = h0 * head_dim / panel * panel;
+    const int64_t end = std::min(E, ((h0 + heads) * head_dim + panel - 1) / panel * panel);
+    return HeadColumns{first, end - first};
   };
 
   // Masks, viewed against the scores [N, H, n, m] of the m given keys.
@@ -218,22 +237,66 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   blocks.mask = &mask;
   blocks.dropout = &dropout;
 
+  const int64_t tiles = (g.all_keys() + tile - 1) / tile;
+  // Keys and values of heads [h0, h0 + heads) into `packed`, where head h of batch element n is
+  // block n * heads + h - h0. Items: (batch element, key tile, keys or values).
+  const auto pack_keys_values = [&](int64_t h0, int64_t heads, PackedOperands& packed) {
+    const HeadColumns columns = head_columns(h0, heads);
+    const int64_t first = columns.first, width = columns.width, skip = h0 * head_dim - first;
+    parallel_for(g.batch * tiles * 2, [&](int64_t item, int worker) {
+      const int64_t n = item / (2 * tiles), j0 = item / 2 % tiles * tile, count = std::min(tile, g.all_keys() - j0);
+      float* rows = scratch_rows(worker);
+      if (item % 2 == 0) {
+        project_tile(key, c.kdim, k_weight_.slice(first, width), bias(1, first), bias_k_, first, n, j0, count, rows);
+        for (int64_t h = 0; h < heads; ++h) packed.pack_key_tile(blocks, n * heads + h, j0, rows + skip + h * head_dim, E);
+      } else {
+        project_tile(value, c.vdim, v_weight_.slice(first, width), bias(2, first), bias_v_, first, n, j0, count, rows);
+        for (int64_t h = 0; h < heads; ++h)
+          packed.pack_value_tile(blocks, n * heads + h, j0, rows + skip + h * head_dim, E);
+      }
+    }, 2.0 * tile * width * std::max(c.kdim, c.vdim));
+  };
+  const float* out_bias = out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr;
+  const bool by_head = spill && !options.need_weights && output == query.data && H > 1;
+  if (by_head) {
+    AttentionBlocks head = blocks;
+    head.batch = g.batch;
+    head.block_step = H;
+    head.query_layout = head.output_layout = token_layout(batch_first, g.batch, g.queries, 1, head_dim);
+    FloatBuffer head_rows;  // one head's projected queries, then its attention output over them
+    PackedOperands packed;
+    status = first_failure({head_rows.allocate(query_rows * head_dim, "MultiheadAttention head rows"),
+                            packed.allocate(head)});
+    if (!status.ok()) return status;
+    head.query = head_rows.data();
+    const int64_t head_size = query_rows * head_dim;
+    for (int64_t h = 0; h < H; ++h) {
+      head.first_block = h;
+      pack_keys_values(h, 1, packed);
+      const HeadColumns columns = head_columns(h, 1);
+      project_rows(query.data, q_weight_.slice(columns.first, columns.width), bias(0, columns.first),
+                   h * head_dim - columns.first, head_dim, head_rows.data(), head_dim);
+      status = attend(head, head_rows.data(), nullptr, &packed);
+      if (!status.ok()) return status;
+      spill->write(h * head_size, head_rows.data(), head_size);
+    }
+    // Every head's output back into the query's copy, which nothing reads any more, as [rows, E].
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r0 = 0; r0 < query_rows; r0 += tile) {
+        const int64_t count = std::min(tile, query_rows - r0);
+        float* rows = scratch_rows(0);
+        spill->read(h * head_size + r0 * head_dim, rows, count * head_dim);
+        for (int64_t r = 0; r < count; ++r)
+          std::copy(rows + r * head_dim, rows + (r + 1) * head_dim, output + (r0 + r) * E + h * head_dim);
+      }
+    project_rows(output, out_weight_, out_bias, 0, E, output, E);
+    return Status::success();
+  }
+
   PackedOperands packed;
   status = packed.allocate(blocks);
   if (!status.ok()) return status;
-  const int64_t tiles = (g.all_keys() + tile - 1) / tile;
-  // Items: (batch element, key tile, keys or values).
-  parallel_for(g.batch * tiles * 2, [&](int64_t item, int worker) {
-    const int64_t n = item / (2 * tiles), j0 = item / 2 % tiles * tile, count = std::min(tile, g.all_keys() - j0);
-    float* rows = scratch_rows(worker);
-    if (item % 2 == 0) {
-      project_tile(key, c.kdim, k_weight_, bias(1), bias_k_, n, j0, count, rows);
-      for (int64_t h = 0; h < H; ++h) packed.pack_key_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
-    } else {
-      project_tile(value, c.vdim, v_weight_, bias(2), bias_v_, n, j0, count, rows);
-      for (int64_t h = 0; h < H; ++h) packed.pack_value_tile(blocks, n * H + h, j0, rows + h * head_dim, E);
-    }
-  }, 2.0 * tile * E * std::max(c.kdim, c.vdim));
+  pack_keys_values(0, H, packed);
 
   // When the output may overwrite the query (the bindings' heap copy), the query projection, the
   // attention output and the output projection all go over it in place: the query and the packed
@@ -242,12 +305,12 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   FloatBuffer projection;
   float* q = output;
   if (output == query.data) {
-    project_in_place(q_weight_, bias(0), q);
+    project_rows(q, q_weight_, bias(0, 0), 0, E, q, E);
   } else {
     status = projection.allocate(query_rows * E, "MultiheadAttention query projection");
     if (!status.ok()) return status;
     q = projection.data();
-    linear(query_rows, query.data, E, q_weight_, bias(0), q, E);
+    linear(query_rows, query.data, E, q_weight_, bias(0, 0), q, E);
   }
   blocks.query = q;
 
@@ -255,9 +318,8 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   blocks.average_over = options.need_weights && options.average_attn_weights ? H : 1;
   status = attend(blocks, q, options.need_weights ? weights : nullptr, &packed);
   if (!status.ok()) return status;
-  const float* out_bias = out_proj_bias_ >= 0 ? parameters_.get(out_proj_bias_) : nullptr;
   if (q == output)
-    project_in_place(out_weight_, out_bias, output);
+    project_rows(output, out_weight_, out_bias, 0, E, output, E);
   else
     linear(query_rows, q, E, out_weight_, out_bias, output, E);
   return Status::success();

@@ -33,6 +33,15 @@ struct MultiheadAttentionOptions {
   uint64_t seed = 0;          // dropout draws, in training mode
 };
 
+// Storage outside the core's memory (the bindings give a JS array) where a forward may keep its
+// attention output while it runs, so that long inputs need less memory of their own.
+class SpillStore {
+ public:
+  virtual ~SpillStore() = default;
+  virtual void write(int64_t offset, const float* data, int64_t count) = 0;
+  virtual void read(int64_t offset, float* data, int64_t count) const = 0;
+};
+
 class MultiheadAttention : public Module {
  public:
   static Status create(const MultiheadAttentionConfig& config, std::unique_ptr<MultiheadAttention>* out);
@@ -48,8 +57,15 @@ class MultiheadAttention : public Module {
   // `output` may be query.data (even when key or value share it): keys and values are packed
   // first, then the query is projected, attended and projected out in place, which spares an
   // L x E buffer. The bindings let the output overwrite the query's heap copy.
+  //
+  // With `spill` (room for the query's numel floats), no weights and the output over the query,
+  // heads are taken one at a time: only one head's keys and values are packed (1/H of them), its
+  // queries are projected and attended in a buffer of their own, and its output goes to `spill`
+  // until every head is done and the query is free to take the output. The results are the same
+  // bit for bit.
   Status forward(const TensorView& query, const TensorView& key, const TensorView& value,
-                 const MultiheadAttentionOptions& options, float* output, float* weights) const;
+                 const MultiheadAttentionOptions& options, float* output, float* weights,
+                 SpillStore* spill = nullptr) const;
 
  private:
   explicit MultiheadAttention(const MultiheadAttentionConfig& config);

@@ -170,3 +170,70 @@ TEST_CASE("a MultiheadAttention query that sees no key outputs out_proj.bias on 
       for (int i = 0; i < 9; ++i) CHECK(weights[i] == 0.0f);
   }
 }
+
+namespace {
+
+// A SpillStore over a vector, counting what goes through it.
+class VectorSpill : public attn::SpillStore {
+ public:
+  explicit VectorSpill(size_t size) : data_(size, std::numeric_limits<float>::quiet_NaN()) {}
+  void write(int64_t offset, const float* data, int64_t count) override {
+    REQUIRE(offset >= 0);
+    REQUIRE(static_cast<size_t>(offset + count) <= data_.size());
+    std::copy(data, data + count, data_.begin() + offset);
+    written += count;
+  }
+  void read(int64_t offset, float* data, int64_t count) const override {
+    REQUIRE(offset >= 0);
+    REQUIRE(static_cast<size_t>(offset + count) <= data_.size());
+    std::copy(data_.begin() + offset, data_.begin() + offset + count, data);
+  }
+  int64_t written = 0;
+
+ private:
+  std::vector<float> data_;
+};
+
+}  // namespace
+
+TEST_CASE("MultiheadAttention one head at a time through a spill store gives the same bits", "[mha]") {
+  const auto cases = fixtures::load_module_cases("mha.json");
+  int by_head = 0;
+  for (const auto& c : cases) {
+    INFO(c.name);
+    for (float dropout : {0.0f, 0.25f}) {
+      INFO("dropout " << dropout);
+      attn::MultiheadAttentionConfig config = config_of(c);
+      config.dropout = dropout;
+      std::unique_ptr<attn::MultiheadAttention> module;
+      REQUIRE(attn::MultiheadAttention::create(config, &module).ok());
+      REQUIRE(module->load_state_dict(c.named_state_dict()).message() == "");
+      module->set_training(dropout > 0);
+      auto options = options_of(c, false);
+      options.seed = 7;
+      const auto& q = c.tensors.at("query");
+      const bool self = c.tensors.at("key").shape == q.shape && c.tensors.at("value").shape == q.shape;
+      // Both runs write over the query, as the bindings do; the spill store gets the query's size.
+      const auto run = [&](VectorSpill* spill) {
+        std::vector<float> x = q.data;
+        const attn::TensorView query{x.data(), q.shape};
+        const attn::Status s = module->forward(query, self ? query : c.tensors.at("key").view(),
+                                               self ? query : c.tensors.at("value").view(), options, x.data(),
+                                               nullptr, spill);
+        REQUIRE(s.message() == "");
+        return x;
+      };
+      VectorSpill spill(q.data.size());
+      const std::vector<float> whole = run(nullptr), head_by_head = run(&spill);
+      CHECK(head_by_head == whole);
+      if (config.num_heads > 1) {
+        CHECK(spill.written == static_cast<int64_t>(q.data.size()));  // every head's output went through it
+        ++by_head;
+      } else {
+        CHECK(spill.written == 0);  // one head: nothing to save
+      }
+      if (dropout == 0.0f && !self) CHECK(fixtures::max_relative_error(head_by_head, c.tensors.at("output").data) <= kTolerance);
+    }
+  }
+  CHECK(by_head >= 60);
+}
