@@ -20,6 +20,7 @@
 
 namespace {
 
+using emscripten::typed_memory_view;
 using emscripten::val;
 
 // Shapes travel in an int32 block the JS layer owns: per slot, a rank followed by kMaxRank
@@ -161,14 +162,32 @@ val mha_check(uintptr_t handle, uintptr_t shapes, int attn_mask_type, int paddin
   return s.ok() ? shapes_to_js(output, weights) : to_js(s);
 }
 
+// A Float32Array outside the heap, given by the JS wrapper for long inputs: the forward keeps its
+// attention output there while it runs (attn::SpillStore). Called on the calling thread only.
+class ArraySpill : public attn::SpillStore {
+ public:
+  explicit ArraySpill(val array) : array_(std::move(array)) {}
+  void write(int64_t offset, const float* data, int64_t count) override {
+    array_.call<void>("set", val(typed_memory_view(static_cast<size_t>(count), data)), static_cast<double>(offset));
+  }
+  void read(int64_t offset, float* data, int64_t count) const override {
+    val(typed_memory_view(static_cast<size_t>(count), data))
+        .call<void>("set", array_.call<val>("subarray", static_cast<double>(offset), static_cast<double>(offset + count)));
+  }
+
+ private:
+  val array_;
+};
+
 val mha_forward(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
                 int attn_mask_type, uintptr_t attn_mask, int padding_type, uintptr_t padding, bool need_weights,
-                bool average, bool causal, double seed, uintptr_t output, uintptr_t weights) {
+                bool average, bool causal, double seed, uintptr_t output, uintptr_t weights, val spill_array) {
   const auto options = read_mha_options(shapes, attn_mask_type, attn_mask, padding_type, padding, need_weights,
                                         average, causal, seed);
+  ArraySpill spill(spill_array);
   return to_js(as<attn::MultiheadAttention>(handle)->forward(
       read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value), options,
-      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights), spill_array.isNull() ? nullptr : &spill));
 }
 
 val self_attention_create(double embed_dim, double key_size, double value_size, double dropout) {

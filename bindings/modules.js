@@ -1,7 +1,7 @@
 // The attention modules: PyTorch-style classes over core objects held in wasm memory. Each
 // instance of init() gets its own classes, bound to its own wasm instance.
 import { AttentionError, describe } from './errors.js';
-import { checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkTensor, MAX_DIM } from './validate.js';
+import { checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkTensor, MAX_DIM, numel } from './validate.js';
 import { maskType, throwIfFailed } from './runtime.js';
 
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -162,6 +162,21 @@ function asKeepBytes(mask) {
   return { data: Uint8Array.from(mask.data, (x) => (x !== 0 ? 1 : 0)), shape: mask.shape };
 }
 
+// Above this much memory for the packed keys and values, MultiheadAttention without weights takes
+// its heads one at a time (multihead_attention.h): the heap then holds one head's keys and values
+// instead of all of them, and the attention output waits in a JS array of the query's size. From
+// L = 8192 at E = 512, N = 1; the results are the same bit for bit either way.
+export const SPILL_ABOVE_BYTES = 32 * 2 ** 20;
+
+// The JS array a MultiheadAttention forward may keep its attention output in, or null. Asked once
+// the shapes have passed the core's check.
+function spillFor(module, query, key, needWeights) {
+  if (needWeights || module.numHeads === 1) return null;
+  const keyRows = numel(key.shape) / module.kdim;  // N * m, whatever the layout
+  const packedBytes = 2 * 4 * module.embedDim * keyRows;
+  return packedBytes >= SPILL_ABOVE_BYTES ? new Float32Array(numel(query.shape)) : null;
+}
+
 export function createModuleClasses(runtime) {
   const wasm = runtime.wasm;
 
@@ -219,7 +234,8 @@ export function createModuleClasses(runtime) {
         (shapes) => wasm._mhaCheck(state.handle, shapes, maskType(attnMask), maskType(padding), needWeights, average),
         [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [attnMask?.data, 'attnMask'], [padding?.data, 'keyPaddingMask']],
         (shapes, [q, k, v, am, kpm], out, w) =>
-          wasm._mhaForward(state.handle, shapes, q, k, v, maskType(attnMask), am, maskType(padding), kpm, needWeights, average, isCausal, seed, out, w),
+          wasm._mhaForward(state.handle, shapes, q, k, v, maskType(attnMask), am, maskType(padding), kpm, needWeights, average, isCausal, seed, out, w,
+            spillFor(this, query, key, needWeights)),
         0,  // the core may write its output over the query (multihead_attention.h)
       );
     }

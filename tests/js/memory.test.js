@@ -5,6 +5,7 @@ import { test } from 'node:test';
 
 import { init } from 'attention-wasm';
 
+import { SPILL_ABOVE_BYTES } from '../../bindings/modules.js';
 import { TOLERANCE, bitIdentical, maxRelativeError, randomTensor, referenceRow, rng } from './helpers.js';
 
 const MiB = 2 ** 20;
@@ -99,5 +100,34 @@ test('MultiheadAttention averages weights over heads without holding every head'
   assert.ok(growth < 40 * MiB, `wasm memory grew by ${growth / MiB} MiB`);
   const row = result.weights.data.subarray(2047 * 2048, 2048 * 2048);
   assert.ok(Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-4, 'the last query row sums to 1');
+  mha.dispose();
+});
+
+test('MultiheadAttention without weights takes long inputs one head at a time: the same bits in less memory', async () => {
+  const attn = await init();
+  const random = rng(5);
+  const E = 256, H = 4, N = 64, L = 256;
+  assert.equal(2 * 4 * E * N * L, SPILL_ABOVE_BYTES, 'packed keys and values reach the threshold');
+  const mha = randomMultiheadAttention(attn, E, H, random);
+  const x = randomTensor([L, N, E], random);
+
+  const before = attn.stats().wasmHeapBytes;
+  const whole = mha.forward(x, x, x, { isCausal: true, needWeights: false });
+  const growth = attn.stats().wasmHeapBytes - before;
+  // All heads at once would hold the input's copy (16 MiB) and every head's keys and values (32).
+  assert.ok(growth < 32 * MiB, `wasm memory grew by ${growth / MiB} MiB`);
+
+  // Against batches of 16, whose keys and values (8 MiB) stay under the threshold: all heads at once.
+  const batch = 16;
+  for (let n0 = 0; n0 < N; n0 += batch) {
+    const part = new Float32Array(L * batch * E);
+    for (let l = 0; l < L; l++) part.set(x.data.subarray((l * N + n0) * E, (l * N + n0 + batch) * E), l * batch * E);
+    const tensor = { data: part, shape: [L, batch, E] };
+    const { output } = mha.forward(tensor, tensor, tensor, { isCausal: true, needWeights: false });
+    for (let l = 0; l < L; l++) {
+      const want = whole.output.data.subarray((l * N + n0) * E, (l * N + n0 + batch) * E);
+      assert.ok(bitIdentical(output.data.subarray(l * batch * E, (l + 1) * batch * E), want), `position ${l}, batch ${n0}`);
+    }
+  }
   mha.dispose();
 });
