@@ -171,8 +171,8 @@ class ArraySpill : public attn::SpillStore {
     array_.call<void>("set", val(typed_memory_view(static_cast<size_t>(count), data)), static_cast<double>(offset));
   }
   void read(int64_t offset, float* data, int64_t count) const override {
-    val(typed_memory_view(static_cast<size_t>(count), data))
-        .call<void>("set", array_.call<val>("subarray", static_cast<double>(offset), static_cast<double>(offset + count)));
+    const val source = array_.call<val>("subarray", static_cast<double>(offset), static_cast<double>(offset + count));
+    val(typed_memory_view(static_cast<size_t>(count), data)).call<void>("set", source);
   }
 
  private:

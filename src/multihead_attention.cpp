@@ -248,7 +248,8 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       float* rows = scratch_rows(worker);
       if (item % 2 == 0) {
         project_tile(key, c.kdim, k_weight_.slice(first, width), bias(1, first), bias_k_, first, n, j0, count, rows);
-        for (int64_t h = 0; h < heads; ++h) packed.pack_key_tile(blocks, n * heads + h, j0, rows + skip + h * head_dim, E);
+        for (int64_t h = 0; h < heads; ++h)
+          packed.pack_key_tile(blocks, n * heads + h, j0, rows + skip + h * head_dim, E);
       } else {
         project_tile(value, c.vdim, v_weight_.slice(first, width), bias(2, first), bias_v_, first, n, j0, count, rows);
         for (int64_t h = 0; h < heads; ++h)

@@ -232,7 +232,8 @@ TEST_CASE("MultiheadAttention one head at a time through a spill store gives the
       } else {
         CHECK(spill.written == 0);  // one head: nothing to save
       }
-      if (dropout == 0.0f && !self) CHECK(fixtures::max_relative_error(head_by_head, c.tensors.at("output").data) <= kTolerance);
+      if (dropout == 0.0f && !self)
+        CHECK(fixtures::max_relative_error(head_by_head, c.tensors.at("output").data) <= kTolerance);
     }
   }
   CHECK(by_head >= 60);
