@@ -200,15 +200,15 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   };
   // Heads [h0, h0 + heads) own outputs [h0 * head_dim, (h0 + heads) * head_dim) of each projection;
   // a weight slice starts on a panel (8 outputs), so these are projected from `first`, the panel
-  // start at or before them, and sit `h0 * head_dim - first` floats into each projected row.
+  // start at or before them, and sit `skip` floats into each projected row.
   struct HeadColumns {
-    int64_t first, width;
+    int64_t first, width, skip;
   };
   const auto head_columns = [&](int64_t h0, int64_t heads) {
     const int64_t panel = static_cast<int64_t>(kernels::kPanel);
     const int64_t first = h0 * head_dim / panel * panel;
     const int64_t end = std::min(E, ((h0 + heads) * head_dim + panel - 1) / panel * panel);
-    return HeadColumns{first, end - first};
+    return HeadColumns{first, end - first, h0 * head_dim - first};
   };
 
   // Masks, viewed against the scores [N, H, n, m] of the m given keys.
@@ -242,7 +242,7 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
   // block n * heads + h - h0. Items: (batch element, key tile, keys or values).
   const auto pack_keys_values = [&](int64_t h0, int64_t heads, PackedOperands& packed) {
     const HeadColumns columns = head_columns(h0, heads);
-    const int64_t first = columns.first, width = columns.width, skip = h0 * head_dim - first;
+    const int64_t first = columns.first, width = columns.width, skip = columns.skip;
     parallel_for(g.batch * tiles * 2, [&](int64_t item, int worker) {
       const int64_t n = item / (2 * tiles), j0 = item / 2 % tiles * tile, count = std::min(tile, g.all_keys() - j0);
       float* rows = scratch_rows(worker);
@@ -275,8 +275,8 @@ Status MultiheadAttention::forward(const TensorView& query, const TensorView& ke
       head.first_block = h;
       pack_keys_values(h, 1, packed);
       const HeadColumns columns = head_columns(h, 1);
-      project_rows(query.data, q_weight_.slice(columns.first, columns.width), bias(0, columns.first),
-                   h * head_dim - columns.first, head_dim, head_rows.data(), head_dim);
+      project_rows(query.data, q_weight_.slice(columns.first, columns.width), bias(0, columns.first), columns.skip,
+                   head_dim, head_rows.data(), head_dim);
       status = attend(head, head_rows.data(), nullptr, &packed);
       if (!status.ok()) return status;
       spill->write(h * head_size, head_rows.data(), head_size);
