@@ -16,27 +16,30 @@ const SDPA_OPTIONS = ['attnMask', 'isCausal', 'scale', 'dropoutP', 'seed', 'need
 
 /**
  * Loads the fastest build this engine runs and returns an independent instance.
- * @param {{ threads?: number, simd?: boolean, wasmBaseUrl?: string | URL, wasmBinary?: ArrayBuffer | Uint8Array |
- *   { simd?: ArrayBuffer | Uint8Array, scalar?: ArrayBuffer | Uint8Array, threads?: ArrayBuffer | Uint8Array } }} [opts]
+ * @param {object} [opts] InitOptions in index.d.ts: threads, simd, relaxedSimd, wasmBaseUrl, wasmBinary
  */
 export async function init(opts) {
-  opts = checkOptions(opts, ['threads', 'simd', 'wasmBaseUrl', 'wasmBinary']);
+  opts = checkOptions(opts, ['threads', 'simd', 'relaxedSimd', 'wasmBaseUrl', 'wasmBinary']);
   const allowSimd = checkBoolean(opts.simd, 'simd', true);
   const threads = opts.threads === undefined ? 1 : checkNumber(opts.threads, 'threads', { min: 1, max: 64, integer: true });
   const wasmBaseUrl = checkWasmBaseUrl(opts.wasmBaseUrl);
   const wasmBinary = checkWasmBinary(opts.wasmBinary);
-  const { build, wasm } = await load({ threads, allowSimd, wasmBaseUrl, wasmBinary });
+  // One wasmBinary is the bytes of the build init picks: without relaxedSimd: true, that stays
+  // the plain SIMD (or scalar, or threads) build whatever the engine supports.
+  const allowRelaxed = checkBoolean(opts.relaxedSimd, 'relaxedSimd', !wasmBinary?.any);
+  const { build, wasm } = await load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasmBinary });
   // Builds without threads report 1 whatever was asked.
   const threadsInUse = wasm._setThreadCount(threads);
-  return new Attention(new Runtime(wasm), { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });
+  return new Attention(new Runtime(wasm), build, { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });
 }
 
 class Attention {
   #runtime;
   #defaultSeed = 0;
 
-  constructor(runtime, features) {
+  constructor(runtime, build, features) {
     this.#runtime = runtime;
+    this.build = build;
     this.features = Object.freeze(features);
     this.masks = createMasks(runtime);
     Object.assign(this, createModuleClasses(runtime));

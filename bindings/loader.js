@@ -1,10 +1,10 @@
-// Picks and instantiates one of the three wasm builds. Every file the package loads at run time is
+// Picks and instantiates one of the five wasm builds. Every file the package loads at run time is
 // named here by a literal `import('./x.mjs')` or `new URL('./x', import.meta.url)`, so bundlers
 // (Vite, webpack 5, Rollup, esbuild) see, copy and rewrite each one. The Emscripten glue is never
 // left to find a file on its own: its `locateFile` returns these URLs and its wasm arrives through
 // `instantiateWasm`, so a bundled app loads the same assets the bundler emitted.
 import { AttentionError, describe } from './errors.js';
-import { simd as detectSimd, threads as detectThreads } from 'wasm-feature-detect';
+import { relaxedSimd as detectRelaxedSimd, simd as detectSimd, threads as detectThreads } from 'wasm-feature-detect';
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
@@ -13,12 +13,17 @@ const isNode = typeof process === 'object' && typeof process.versions?.node === 
 const nodeBuiltin = (name) =>
   Promise.resolve(process.getBuiltinModule?.(name) ?? import(/* webpackIgnore: true */ /* @vite-ignore */ name));
 
-export const BUILD_NAMES = ['simd', 'scalar', 'threads'];
+export const BUILD_NAMES = ['simd', 'relaxed', 'scalar', 'threads', 'threads-relaxed'];
 
+// `relaxed` builds are the SIMD builds with f32x4.relaxed_madd (fused multiply-add) in their kernels.
 const BUILDS = {
   simd: {
     factory: () => import('./attention-simd.mjs'),
     wasm: () => new URL('./attention-simd.wasm', import.meta.url),
+  },
+  relaxed: {
+    factory: () => import('./attention-relaxed.mjs'),
+    wasm: () => new URL('./attention-relaxed.wasm', import.meta.url),
   },
   scalar: {
     factory: () => import('./attention-scalar.mjs'),
@@ -33,6 +38,14 @@ const BUILDS = {
     // same-origin worker; servers and other bundlers ignore the query.
     worker: () => new URL('./attention-threads.worker.js?no-inline', import.meta.url),
     glue: () => new URL('./attention-threads.mjs', import.meta.url),
+    oneThread: 'simd',
+  },
+  'threads-relaxed': {
+    factory: () => import('./attention-threads-relaxed.mjs'),
+    wasm: () => new URL('./attention-threads-relaxed.wasm', import.meta.url),
+    worker: () => new URL('./attention-threads-relaxed.worker.js?no-inline', import.meta.url),
+    glue: () => new URL('./attention-threads-relaxed.mjs', import.meta.url),
+    oneThread: 'relaxed',
   },
 };
 
@@ -43,11 +56,14 @@ async function threadsAvailable() {
   return detectThreads();
 }
 
-// `allowSimd: false` forces the scalar build (for engines whose SIMD misbehaves, and for tests).
-export async function chooseBuild({ threads, allowSimd }) {
+// `allowSimd: false` forces the scalar build (for engines whose SIMD misbehaves, and for tests);
+// `allowRelaxed: false` the plain SIMD builds (results that do not depend on the CPU's FMA).
+export async function chooseBuild({ threads, allowSimd, allowRelaxed }) {
   const simd = allowSimd && (await detectSimd());
-  if (threads > 1 && simd && (await threadsAvailable())) return 'threads';
-  return simd ? 'simd' : 'scalar';
+  if (!simd) return 'scalar';
+  const relaxed = allowRelaxed && (await detectRelaxedSimd());
+  if (threads > 1 && (await threadsAvailable())) return relaxed ? 'threads-relaxed' : 'threads';
+  return relaxed ? 'relaxed' : 'simd';
 }
 
 const BYTES = 'an ArrayBuffer or Uint8Array holding a .wasm file';
@@ -62,18 +78,18 @@ function checkBytes(value, argument) {
 }
 
 /**
- * Validates `init({ wasmBinary })`: the bytes of the build init picks, or `{ simd?, scalar?,
- * threads? }` with bytes per build. Returns `{ any }` or a per-build object, or undefined.
+ * Validates `init({ wasmBinary })`: the bytes of the build init picks, or an object with bytes per
+ * build name. Returns `{ any }` or a per-build object, or undefined.
  */
 export function checkWasmBinary(value) {
   if (value === undefined) return undefined;
   if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return { any: checkBytes(value, 'wasmBinary') };
   if (value === null || typeof value !== 'object' || Array.isArray(value))
-    throw new AttentionError('wasmBinary', `${BYTES}, or { simd?, scalar?, threads? } of them`, describe(value));
+    throw new AttentionError('wasmBinary', `${BYTES}, or { ${BUILD_NAMES.join('?, ')}? } of them`, describe(value));
   const perBuild = {};
   for (const key of Object.keys(value)) {
     if (!BUILD_NAMES.includes(key))
-      throw new AttentionError(`wasmBinary.${key}`, 'one of the builds simd, scalar, threads', 'an unknown build');
+      throw new AttentionError(`wasmBinary.${key}`, `one of the builds ${BUILD_NAMES.join(', ')}`, 'an unknown build');
     if (value[key] !== undefined) perBuild[key] = checkBytes(value[key], `wasmBinary.${key}`);
   }
   return perBuild;
@@ -175,7 +191,7 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
     fail = reject;
   });
   const options = {
-    threadPoolSize: name === 'threads' ? threads : 0,
+    threadPoolSize: build.worker ? threads : 0,
     // Emscripten asks for 'attention-threads.worker.js' (and names its wasm): answer with the URLs
     // above, never with its own guess next to wherever the glue ended up.
     locateFile: (file, scriptDirectory) => {
@@ -189,7 +205,7 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
     },
     onAbort: (what) => fail(new Error(`attention-wasm: the ${name} build aborted while loading: ${what}`)),
   };
-  if (name === 'threads') {
+  if (build.worker) {
     // Each pthread worker imports this URL (a string: it is posted to the worker).
     options.mainScriptUrlOrBlob = build.glue().href;
     if (isNode) {
@@ -205,7 +221,7 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
 
   const ready = createModule(options);
   let timer;
-  if (name === 'threads') {
+  if (build.worker) {
     // The workers exist as soon as the glue has run (PThread.initMainThread). A worker whose script
     // fails to load reports an error event; one whose import fails reports nothing, hence the timer.
     for (const worker of options.PThread?.unusedWorkers ?? []) {
@@ -220,12 +236,12 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
   try {
     wasm = await Promise.race([ready, failed]);
   } catch (error) {
-    if (name === 'threads') for (const worker of options.PThread?.unusedWorkers ?? []) worker.terminate();
+    if (build.worker) for (const worker of options.PThread?.unusedWorkers ?? []) worker.terminate();
     throw error;
   } finally {
     clearTimeout(timer);
   }
-  if (isNode && name === 'threads') {
+  if (isNode && build.worker) {
     // Idle pthread workers must not keep a Node process alive.
     for (const worker of wasm.PThread.unusedWorkers) worker.unref();
   }
@@ -233,18 +249,20 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
 }
 
 /**
- * Chooses a build and instantiates it. If the pthreads build cannot start (a host or bundler that
- * does not serve its worker), init() still succeeds, on the one-thread SIMD build, and says why.
+ * Chooses a build and instantiates it. If a pthreads build cannot start (a host or bundler that
+ * does not serve its worker), init() still succeeds, on the one-thread build of the same SIMD,
+ * and says why.
  * @returns {Promise<{ build: string, wasm: object }>}
  */
-export async function load({ threads, allowSimd, wasmBaseUrl, wasmBinary }) {
-  const build = await chooseBuild({ threads, allowSimd });
-  if (build !== 'threads') return { build, wasm: await instantiate(build, { threads, wasmBaseUrl, wasmBinary }) };
+export async function load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasmBinary }) {
+  const build = await chooseBuild({ threads, allowSimd, allowRelaxed });
+  const { oneThread } = BUILDS[build];
+  if (!oneThread) return { build, wasm: await instantiate(build, { threads, wasmBaseUrl, wasmBinary }) };
   try {
     return { build, wasm: await instantiate(build, { threads, wasmBaseUrl, wasmBinary }) };
   } catch (error) {
     if (error instanceof AttentionError) throw error;
-    console.warn(`${error.message}; using one thread (the SIMD build) instead.`);
-    return { build: 'simd', wasm: await instantiate('simd', { threads: 1, wasmBaseUrl, wasmBinary }) };
+    console.warn(`${error.message}; using one thread (the ${oneThread} build) instead.`);
+    return { build: oneThread, wasm: await instantiate(oneThread, { threads: 1, wasmBaseUrl, wasmBinary }) };
   }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Incremental build. `build.sh wasm`: the three wasm builds and the ESM bundle in dist/ (what the
+# Incremental build. `build.sh wasm`: the five wasm builds and the ESM bundle in dist/ (what the
 # package and the demo need). `build.sh all`: also the native core and the Catch2 runners.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ if [ "$what" = all ]; then
   run native cmake --build build/native -j "$jobs"
   run wasm cmake --build build/wasm -j "$jobs"
 else
-  run wasm cmake --build build/wasm -j "$jobs" --target attention-simd attention-scalar attention-threads
+  run wasm cmake --build build/wasm -j "$jobs" --target attention-simd attention-relaxed attention-scalar attention-threads attention-threads-relaxed
 fi
 # The pthread worker emscripten writes is CommonJS, while the package is "type": "module".
 echo '{ "type": "commonjs" }' > dist/package.json

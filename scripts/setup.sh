@@ -21,6 +21,7 @@ command -v em++ >/dev/null 2>&1 || missing+=(emscripten)
 [ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v wat2wasm >/dev/null 2>&1 || missing+=(wabt)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 [ ${#missing[@]} -eq 0 ] && exit 0
 

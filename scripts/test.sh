@@ -24,6 +24,8 @@ catch2 native build/native/attention_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   catch2 "native, ASan+UBSan" build/native/attention_tests_sanitized
 catch2 "wasm SIMD under Node" node build/wasm/attention_tests_wasm.js
+# Node 20 runs relaxed SIMD only behind this flag (Chrome >= 114 and Node >= 22 by default).
+catch2 "wasm relaxed SIMD under Node" node --experimental-wasm-relaxed-simd build/wasm/attention_tests_wasm_relaxed.js
 # The kernel micro-benchmarks still build and run (one short pass; figures are for npm run bench:kernels).
 echo "# kernel micro-benchmarks (smoke run)"
 build/native/attention_bench_kernels --benchmark_min_time=0.001 --benchmark_format=json \

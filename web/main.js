@@ -9,7 +9,7 @@
 // failure) and the JSON data block <script type="application/json" id="attention-result"> holds
 //   { seq, kind, maskKind, customCells, tokens: [N][n], lengths, heads, shape: [N, H, n, m],
 //     weights: [N*H*n*m] | null, masked: [N*n*m] (1 = masked) | null, outputMaxAbs: [N*n] | null,
-//     fullyMasked: [[b, i]], checks, view, features, forwardMs, workerMs, updateMs,
+//     fullyMasked: [[b, i]], checks, view, features, build, forwardMs, workerMs, updateMs,
 //     requests: { requested, computed }, ... }
 // (weights, masked and outputMaxAbs are null above 65536 weights, to keep long updates fast; the
 // checks are computed over everything, always). The heatmap's geometry is in its data-grid
@@ -85,6 +85,7 @@ const MASK_NAMES = { none: 'no mask', causal: 'causal mask', padding: 'key paddi
 
 const ui = {
   features: null,
+  build: null,
   crossOriginIsolated: false,
   shown: null, // the result on screen: the worker's result plus { request, id, updateMs }
   sentence: 0,
@@ -170,6 +171,7 @@ function afterJob() {
 worker.addEventListener('message', ({ data: message }) => {
   if (message.type === 'ready') {
     ui.features = message.features;
+    ui.build = message.build;
     ui.crossOriginIsolated = message.crossOriginIsolated;
     showFeatures();
     requestUpdate();
@@ -532,7 +534,8 @@ function syncSentenceChoice() {
 
 function showFeatures() {
   const { simd, threads, version } = ui.features;
-  el.simd.textContent = simd ? 'yes' : 'no';
+  // Relaxed builds fuse their multiply-adds (relaxed SIMD): the engine's fastest.
+  el.simd.textContent = !simd ? 'no' : ui.build.endsWith('relaxed') ? 'yes, relaxed (FMA)' : 'yes';
   el.threads.textContent = String(threads);
   el.version.textContent = version;
   el.isolated.textContent = `${globalThis.crossOriginIsolated ? 'yes' : 'no'} (page), ${ui.crossOriginIsolated ? 'yes' : 'no'} (worker)`;
@@ -583,6 +586,7 @@ function publish() {
     weightsSource: r.request.fileId !== null ? `file ${ui.file?.name ?? ''}`.trim() : r.kind === 'sdpa' ? 'none' : 'seeded',
     view: { sentence: ui.sentence, head: shownHead() },
     features: ui.features,
+    build: ui.build,
     crossOriginIsolated: ui.crossOriginIsolated,
     forwardMs: r.forwardMs,
     workerMs: r.workerMs,
@@ -766,6 +770,7 @@ function exportJson() {
     seed: r.request.seed,
     call: r.call,
     features: ui.features,
+    build: ui.build,
     forwardMs: r.forwardMs,
   };
   const blob = new Blob([JSON.stringify(document_)], { type: 'application/json' });

@@ -5,7 +5,7 @@
 // Messages in:  { type: 'init', threads }
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
-// Messages out: { type: 'ready', features, crossOriginIsolated } | { type: 'fatal', message }
+// Messages out: { type: 'ready', features, build, crossOriginIsolated } | { type: 'fatal', message }
 //               { type: 'file', id, ok, message? }
 //               { type: 'result', id, result } | { type: 'error', id, message }
 import { init } from '../dist/index.mjs';
@@ -22,7 +22,12 @@ self.addEventListener('message', async ({ data: message }) => {
       // package falls back to one thread itself otherwise (features.threads says which).
       const attn = await init({ threads: message.threads });
       runner = new AttentionRunner(attn);
-      self.postMessage({ type: 'ready', features: { ...attn.features }, crossOriginIsolated: self.crossOriginIsolated === true });
+      self.postMessage({
+        type: 'ready',
+        features: { ...attn.features },
+        build: attn.build,
+        crossOriginIsolated: self.crossOriginIsolated === true,
+      });
     } catch (error) {
       self.postMessage({ type: 'fatal', message: describeError(error) });
     }

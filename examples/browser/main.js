@@ -12,7 +12,7 @@ try {
   // Two threads where SharedArrayBuffer exists (cross-origin isolated pages), else one.
   const attn = await init({ threads: 2 });
   show('isolated', String(globalThis.crossOriginIsolated === true));
-  show('features', `SIMD ${attn.features.simd}, ${attn.features.threads} thread(s), version ${attn.features.version}`);
+  show('features', `${attn.build} build: SIMD ${attn.features.simd}, ${attn.features.threads} thread(s), version ${attn.features.version}`);
 
   // Three tokens with d = 2; query i may attend to keys j <= i.
   const x = { shape: [3, 2], data: Float32Array.from([1, 0, 0, 1, 1, 1]) };
@@ -22,6 +22,7 @@ try {
   show('result', JSON.stringify({
     crossOriginIsolated: globalThis.crossOriginIsolated === true,
     features: attn.features,
+    build: attn.build,
     output: [...output.data],
     weights: [...weights.data],
   }));

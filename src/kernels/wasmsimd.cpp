@@ -1,5 +1,6 @@
-// wasm SIMD128 kernels. Relaxed SIMD (FMA) is not enabled by default in Node 20, so a
-// multiply-add is f32x4.mul + f32x4.add, as in ggml's simd-mappings for __wasm_simd128__.
+// wasm SIMD128 kernels. A multiply-add is f32x4.mul + f32x4.add, as in ggml's simd-mappings for
+// __wasm_simd128__, except in the relaxed builds (ATTENTION_RELAXED_SIMD), where it is one
+// f32x4.relaxed_madd: a fused multiply-add wherever the CPU has one (see relaxed_madd.h).
 // Natively the same source compiles against SIMDe's implementation of the wasm intrinsics, so the
 // native build, its tests and its benchmarks run these very kernels.
 #if defined(__wasm_simd128__)
@@ -15,11 +16,18 @@
 
 #include "kernels.h"
 #include "packing.h"
+#if defined(ATTENTION_RELAXED_SIMD)
+#include "relaxed_madd.h"
+#endif
 
 namespace attn::kernels {
 namespace {
 
+#if defined(ATTENTION_RELAXED_SIMD)
+inline v128_t madd(v128_t acc, v128_t a, v128_t b) { return attention_relaxed_madd_f32x4(a, b, acc); }
+#else
 inline v128_t madd(v128_t acc, v128_t a, v128_t b) { return wasm_f32x4_add(acc, wasm_f32x4_mul(a, b)); }
+#endif
 
 // (Σ a, Σ b, Σ c, Σ d): four horizontal sums in two shuffle rounds.
 inline v128_t horizontal_sum4(v128_t a, v128_t b, v128_t c, v128_t d) {
@@ -326,7 +334,11 @@ void tanh_scores__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t 
 }  // namespace
 
 const KernelSet kWasmSimdKernels = {
+#if defined(ATTENTION_RELAXED_SIMD)
+    "wasmsimd-relaxed",
+#else
     "wasmsimd",
+#endif
     gemm_nt_2x4__wasmsimd,
     scale_bias_max__wasmsimd,
     exp_sum__wasmsimd_rr2_p5,

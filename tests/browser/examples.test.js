@@ -81,15 +81,16 @@ test('without its pthread worker file, init({ threads: 2 }) falls back to one th
     if (message.type() === 'warning') warnings.push(message.text());
   });
   // As on a host or bundler that does not serve the worker file.
-  await browser.context.route('**/attention-threads.worker.js*', (route) => route.fulfill({ status: 404, body: 'Not Found' }));
+  await browser.context.route('**/attention-threads*.worker.js*', (route) => route.fulfill({ status: 404, body: 'Not Found' }));
   try {
     const result = await openExample('examples/browser/', page);
     assert.equal(result.features.threads, 1, 'one thread');
     assert.equal(result.features.simd, true, 'on the SIMD build');
+    assert.equal(result.build, 'relaxed', 'the one-thread build of the same (relaxed) SIMD');
     assertClose(result.weights, causalReference().weights, 'weights');
     assert.ok(warnings.some((w) => /pthread worker/.test(w) && /one thread/.test(w)), `a warning says why: ${warnings}`);
   } finally {
-    await browser.context.unroute('**/attention-threads.worker.js*');
+    await browser.context.unroute('**/attention-threads*.worker.js*');
     await page.close();
   }
 });
@@ -97,7 +98,7 @@ test('without its pthread worker file, init({ threads: 2 }) falls back to one th
 test('an HTML page served where a .wasm file belongs gives an error naming the URL', { timeout: 30_000 }, async () => {
   const page = await browser.context.newPage();
   // As a single-page app's fallback route answers for files that were not deployed. (The threads
-  // build fails first, then the one-thread SIMD build init() falls back to.)
+  // build fails first, then the one-thread build init() falls back to: relaxed in Chromium.)
   await browser.context.route('**/attention-*.wasm', (route) =>
     route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>App</title>' }));
   try {
@@ -105,7 +106,7 @@ test('an HTML page served where a .wasm file belongs gives an error naming the U
     await page.waitForFunction(() => document.body.dataset.state !== 'loading', null, { timeout: STEP_TIMEOUT });
     assert.equal(await page.evaluate(() => document.body.dataset.state), 'error');
     assert.match(await page.textContent('#features'),
-      /^Error: attention-wasm: could not load attention-simd\.wasm from http:\/\/127\.0\.0\.1:\d+\/dist\/attention-simd\.wasm: the response is not WebAssembly .*wasmBaseUrl/);
+      /^Error: attention-wasm: could not load attention-relaxed\.wasm from http:\/\/127\.0\.0\.1:\d+\/dist\/attention-relaxed\.wasm: the response is not WebAssembly .*wasmBaseUrl/);
   } finally {
     await browser.context.unroute('**/attention-*.wasm');
     await page.close();

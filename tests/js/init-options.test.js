@@ -75,6 +75,6 @@ test('wasmBaseUrl: a folder URL (trailing slash optional); a missing file names 
 });
 
 test('unknown or misspelt init options throw before anything loads', async () => {
-  await assert.rejects(init({ wasmBinaries: new Uint8Array(8) }), assertAttentionError('wasmBinaries', /one of the options threads, simd, wasmBaseUrl, wasmBinary/));
+  await assert.rejects(init({ wasmBinaries: new Uint8Array(8) }), assertAttentionError('wasmBinaries', /one of the options threads, simd, relaxedSimd, wasmBaseUrl, wasmBinary/));
   await assert.rejects(init({ thread: 2 }), assertAttentionError('thread', /unknown option/));
 });

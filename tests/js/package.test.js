@@ -53,16 +53,21 @@ test('the tarball holds the built API and nothing else', async () => {
   assert.ok(types.size > 0, 'dist/index.d.mts is not empty');
 });
 
-// Exactly what users download: the bundle, its types, the three builds and their glue, the pthread
-// worker (with the package.json that keeps it CommonJS), and the four top-level files.
+// Exactly what users download: the bundle, its types, the five builds and their glue, the pthread
+// workers (with the package.json that keeps them CommonJS), and the four top-level files.
 const EXPECTED_FILES = [
   'CHANGELOG.md',
   'LICENSE',
   'README.md',
+  'dist/attention-relaxed.mjs',
+  'dist/attention-relaxed.wasm',
   'dist/attention-scalar.mjs',
   'dist/attention-scalar.wasm',
   'dist/attention-simd.mjs',
   'dist/attention-simd.wasm',
+  'dist/attention-threads-relaxed.mjs',
+  'dist/attention-threads-relaxed.wasm',
+  'dist/attention-threads-relaxed.worker.js',
   'dist/attention-threads.mjs',
   'dist/attention-threads.wasm',
   'dist/attention-threads.worker.js',
@@ -72,8 +77,9 @@ const EXPECTED_FILES = [
   'package.json',
 ];
 
-// The budget for the gzipped tarball (KB = 1000 bytes). README states the current size.
-const TARBALL_BUDGET = 300_000;
+// The budget for the gzipped tarball (KB = 1000 bytes). README states the current size. Five builds
+// of ~70 KB gzipped each make most of it; a page or process loads only one of them.
+const TARBALL_BUDGET = 450_000;
 
 test('npm pack --dry-run lists exactly the expected files: no tests, fixtures, sources, bench, examples or build trees', async () => {
   const { stdout } = await run('npm', ['pack', '--dry-run', '--json'], { cwd: REPO_ROOT, env: NPM_ENV });
