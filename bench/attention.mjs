@@ -1,8 +1,10 @@
 // The benchmark of issue #6: causal self-attention through torch.nn.MultiheadAttention's
 // computation (E = 512, H = 8, head dim 64, N = 1, input and output projections with bias), for
-// L = 128, 512, 2048 (and 4096 with --large), in one process: the package (SIMD, scalar, 1 and 2
-// threads, weights off and on), the same core built natively, onnxruntime-web, tfjs-wasm and plain
-// JS, all on the same weights and input; every output is checked against ours before timing.
+// L = 128, 512, 2048 (and 4096 with --large), in one process: the package (SIMD, relaxed SIMD,
+// scalar, 1 and 2 threads, weights off and on), the same core built natively, onnxruntime-web,
+// tfjs-wasm and plain JS, all on the same weights and input; every output is checked against ours
+// before timing. The relaxed rows need an engine with relaxed SIMD: scripts/bench.sh runs Node with
+// --experimental-wasm-relaxed-simd (Node 20 has it behind that flag; Chrome >= 114 by default).
 // Then what masks cost our streaming path (ours-simd-mask rows: none, key padding, a float
 // attnMask, causal, causal + key padding).
 //
@@ -99,10 +101,15 @@ function describeError(error) {
 
 const started = performance.now();
 const ours = {
-  simd1: await loadOurs({ threads: 1 }),
-  simd2: await loadOurs({ threads: 2 }),
+  simd1: await loadOurs({ threads: 1, relaxedSimd: false }),
+  simd2: await loadOurs({ threads: 2, relaxedSimd: false }),
   scalar: await loadOurs({ threads: 1, simd: false }),
 };
+// init() takes the relaxed builds wherever the engine runs them.
+const relaxed1 = await loadOurs({ threads: 1 });
+const relaxed = relaxed1.attn.build === 'relaxed';
+if (relaxed) Object.assign(ours, { relaxed1, relaxed2: await loadOurs({ threads: 2 }) });
+else relaxed1.dispose();
 const tfjs = selected('tfjs-wasm') ? await loadTfjs() : null;
 const kernels = await loadKernels();
 const ortVersions = selected('onnxruntime-web') || selected('onnxruntime-web-gemm') ? await ortCall(1, (w) => w.call('versions')) : null;
@@ -112,7 +119,7 @@ console.log('attention-wasm bench: causal self-attention as torch.nn.MultiheadAt
 console.log(`  E = ${E}, H = ${H} (head dim ${HEAD_DIM}), N = 1, in/out projections with bias, is_causal; same weights and input everywhere`);
 console.log(`machine: ${cpus[0].model}, ${cpus.length} cores, ${os.platform()} ${os.arch()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`);
 console.log(`versions: node ${process.version}, v8 ${process.versions.v8}, attention-wasm ${ours.simd1.features.version}` +
-  ` (builds: simd, threads x${ours.simd2.features.threads}, scalar simd=${ours.scalar.features.simd}),` +
+  ` (builds: ${Object.values(ours).map((o) => `${o.attn.build} x${o.features.threads}`).join(', ')}),` +
   ` onnxruntime-web ${ortVersions?.ort ?? '-'}, tfjs-core ${tfjs?.version ?? '-'}`);
 
 // ---------------------------------------------------------------------------------------------
@@ -127,6 +134,11 @@ console.log('\nkernels (1 thread)');
   const gemm = kernels.gemmGflops(GEMM.M, GEMM.N, GEMM.K, 5);
   rows.push({ impl: 'ours-gemm', ...GEMM, threads: 1, gflops: gemm });
   console.log(`  ours-gemm             ${gemm.toFixed(1).padStart(6)} GFLOP/s  (${GEMM.M}x${GEMM.N}x${GEMM.K}, best of 5; ${((100 * gemm) / peak).toFixed(0)}% of peak)`);
+  if (relaxed) {
+    const fused = (await loadKernels('bench-kernels-relaxed')).gemmGflops(GEMM.M, GEMM.N, GEMM.K, 5);
+    rows.push({ impl: 'ours-gemm-relaxed', ...GEMM, threads: 1, gflops: fused });
+    console.log(`  ours-gemm-relaxed     ${fused.toFixed(1).padStart(6)} GFLOP/s  (the same with f32x4.relaxed_madd; ${((100 * fused) / peak).toFixed(0)}% of the mul + add peak)`);
+  }
   // What holds the GEMM below the peak: its inner loop with either kind of load taken out.
   const loop = kernels.gemmLoopGflops();
   rows.push({ impl: 'ours-gemm-loop', M: 32, N: 128, K: 64, threads: 1, gflops: loop.kernel, gflops_all_loads: loop.allLoads,
@@ -157,7 +169,8 @@ console.log(tableHeader());
 // Every build of ours runs for a while first: V8 compiles hot wasm functions in the background,
 // and without this the first rows were timed partly on baseline code (ours at L = 128: 13 ms
 // median against 9 once compiled).
-for (const instance of [ours.simd1, ours.simd2]) {
+for (const instance of Object.values(ours)) {
+  if (instance === ours.scalar) continue;
   const run = instance.runner(input(128), 128, false);
   for (const start = performance.now(); performance.now() - start < 2000; ) run();
 }
@@ -182,19 +195,27 @@ async function benchOurs(L, x) {
   const simd1 = ours.simd1.runner(x, L, false);
   const [output] = await timeOnce(simd1);
   reference.set(`${L}`, output.slice());
-  for (const threads of THREADS) {
-    const instance = threads === 1 ? ours.simd1 : ours.simd2;
-    for (const weights of [false, true]) {
-      const row = { impl: 'ours-simd', L, threads, weights };
-      try {
-        const run = instance.runner(x, L, weights);
-        const [out, firstRunMs] = await timeOnce(run);
-        const timing = await measure(run, planFor(L), { firstRunMs });
-        if (!weights) reference.set(`${L}/${threads}`, timing.median_ms);
-        const note = threads === 1 && !weights ? 'the reference output' : weights ? 'averaged weights [1, L, L] returned too' : undefined;
-        report({ ...row, max_abs_err: maxAbsError(out, output), ...timing, note });
-      } catch (error) {
-        reportFailure(row, error);
+  for (const [impl, simd] of [['ours-simd', 'simd'], ['ours-relaxed', 'relaxed']]) {
+    if (!selected(impl) && impl !== 'ours-simd') continue;
+    for (const threads of THREADS) {
+      const instance = ours[`${simd}${threads}`];
+      for (const weights of [false, true]) {
+        const row = { impl, L, threads, weights };
+        if (!instance) {
+          report({ ...row, note: 'skipped: no relaxed SIMD in this engine (Node 20: --experimental-wasm-relaxed-simd)' });
+          continue;
+        }
+        try {
+          const run = instance.runner(x, L, weights);
+          const [out, firstRunMs] = await timeOnce(run);
+          const timing = await measure(run, planFor(L), { firstRunMs });
+          if (impl === 'ours-simd' && !weights) reference.set(`${L}/${threads}`, timing.median_ms);
+          const note = impl === 'ours-simd' && threads === 1 && !weights ? 'the reference output'
+            : weights ? 'averaged weights [1, L, L] returned too' : undefined;
+          report({ ...row, max_abs_err: maxAbsError(out, output), ...timing, note });
+        } catch (error) {
+          reportFailure(row, error);
+        }
       }
     }
   }
@@ -312,6 +333,28 @@ if (args.large && selected('ours-simd')) {
   rows.push({ impl: 'ours-simd-memory', L: MEMORY_L, threads: 1, weights: false, heap_before_bytes: before, heap_after_bytes: after, heap_growth_bytes: growth, forward_ms: ms, within_limit: ok });
   console.log(`\nmemory: ours-simd, weights off, L = ${MEMORY_L} (E = ${E}, H = ${H}), one forward of ${(ms / 1000).toFixed(1)} s:` +
     ` wasm heap ${mib(before)} -> ${mib(after)}, growth ${mib(growth)} (limit ${mib(MEMORY_LIMIT)}: ${ok ? 'ok' : 'EXCEEDED'})`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ratios issue #6 sets goals for: each peer against our fastest build at the same L and threads.
+
+console.log('\nagainst our fastest build (weights off): peer median / ours at the same L and threads; speed-up = ours 1 thread / ours 2 threads');
+const medianOf = (impl, L, threads) => rows.find((r) => r.impl === impl && r.L === L && r.threads === threads && !r.weights && r.median_ms)?.median_ms;
+for (const L of SHAPES) {
+  const fastest = (threads) => ['ours-simd', 'ours-relaxed']
+    .map((impl) => ({ impl, ms: medianOf(impl, L, threads) }))
+    .filter((r) => r.ms)
+    .sort((a, b) => a.ms - b.ms)[0];
+  for (const threads of THREADS) {
+    const ours = fastest(threads);
+    if (!ours) continue;
+    const peers = ['onnxruntime-web', 'tfjs-wasm', 'plain-js']
+      .map((impl) => [impl, medianOf(impl, L, threads)])
+      .filter(([, ms]) => ms)
+      .map(([impl, ms]) => `${impl} ${(ms / ours.ms).toFixed(2)}x`);
+    const speedUp = threads > 1 && fastest(1) ? `; speed-up ${(fastest(1).ms / ours.ms).toFixed(2)}x` : '';
+    console.log(`  L = ${String(L).padEnd(5)} ${threads} thread${threads > 1 ? 's' : ' '}  ${ours.impl} ${ours.ms.toFixed(1)} ms: ${peers.join(', ') || 'no peer row'}${speedUp}`);
+  }
 }
 
 if (args.json) {

@@ -2,12 +2,10 @@
 // (bench/kernels_wasm.cpp), an Emscripten ES module built for web/worker, loaded here from its bytes.
 import { readFile } from 'node:fs/promises';
 
-const MODULE_URL = new URL('../../build/wasm/bench-kernels.mjs', import.meta.url);
-const WASM_URL = new URL('../../build/wasm/bench-kernels.wasm', import.meta.url);
-
-export async function loadKernels() {
-  const { default: create } = await import(MODULE_URL.href);
-  const m = await create({ wasmBinary: await readFile(WASM_URL) });
+// `name`: 'bench-kernels', or 'bench-kernels-relaxed' (the kernels of the relaxed builds).
+export async function loadKernels(name = 'bench-kernels') {
+  const { default: create } = await import(new URL(`../../build/wasm/${name}.mjs`, import.meta.url).href);
+  const m = await create({ wasmBinary: await readFile(new URL(`../../build/wasm/${name}.wasm`, import.meta.url)) });
   return {
     /**
      * f32x4 multiply and add chains; the iterations are sized so one call runs ~`targetMs`, the

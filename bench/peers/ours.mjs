@@ -31,7 +31,7 @@ export async function loadOurs(opts) {
  * of the wasm heap across the forward, as stats() reports it.
  */
 export async function heapGrowth(L, x) {
-  const ours = await loadOurs({ threads: 1 });
+  const ours = await loadOurs({ threads: 1, relaxedSimd: false });
   const before = ours.attn.stats().wasmHeapBytes;
   const start = performance.now();
   ours.runner(x, L, false)();
