@@ -38,6 +38,7 @@ const BUILDS = {
     // same-origin worker; servers and other bundlers ignore the query.
     worker: () => new URL('./attention-threads.worker.js?no-inline', import.meta.url),
     glue: () => new URL('./attention-threads.mjs', import.meta.url),
+    // What load() falls back to when the workers cannot start.
     oneThread: 'simd',
   },
   'threads-relaxed': {
