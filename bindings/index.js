@@ -24,9 +24,10 @@ export async function init(opts) {
   const threads = opts.threads === undefined ? 1 : checkNumber(opts.threads, 'threads', { min: 1, max: 64, integer: true });
   const wasmBaseUrl = checkWasmBaseUrl(opts.wasmBaseUrl);
   const wasmBinary = checkWasmBinary(opts.wasmBinary);
-  // One wasmBinary is the bytes of the build init picks: without relaxedSimd: true, that stays
-  // the plain SIMD (or scalar, or threads) build whatever the engine supports.
-  const allowRelaxed = checkBoolean(opts.relaxedSimd, 'relaxedSimd', !wasmBinary?.any);
+  // Callers who pass wasm bytes chose their builds before relaxed ones existed or on purpose:
+  // relaxed only when asked for (relaxedSimd: true) or given bytes of a relaxed build.
+  const givenRelaxed = wasmBinary && ('relaxed' in wasmBinary || 'threads-relaxed' in wasmBinary);
+  const allowRelaxed = checkBoolean(opts.relaxedSimd, 'relaxedSimd', !wasmBinary || givenRelaxed);
   const { build, wasm } = await load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasmBinary });
   // Builds without threads report 1 whatever was asked.
   const threadsInUse = wasm._setThreadCount(threads);

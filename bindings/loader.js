@@ -136,10 +136,23 @@ function loadError(name, url, reason) {
   );
 }
 
+// Emscripten minifies import names (a, b, ...), so another build's module can link with this
+// build's glue, every import bound to the wrong function, when their types happen to agree. The
+// glue supplies exactly its own module's imports, so the names must match one for one.
+function checkImports({ module, instance }, imports) {
+  const given = new Set(
+    Object.entries(imports).flatMap(([space, fields]) => Object.keys(fields).map((field) => `${space}.${field}`)),
+  );
+  const wanted = WebAssembly.Module.imports(module).map((entry) => `${entry.module}.${entry.name}`);
+  if (wanted.length !== given.size || !wanted.every((entry) => given.has(entry)))
+    throw new WebAssembly.LinkError(`its ${wanted.length} imports are not the ${given.size} this build's glue supplies`);
+  return { module, instance };
+}
+
 async function instantiateSource(name, source, imports) {
   if (source.bytes) {
     try {
-      return await WebAssembly.instantiate(source.bytes, imports);
+      return checkImports(await WebAssembly.instantiate(source.bytes, imports), imports);
     } catch (error) {
       if (!source.argument) throw error;
       throw new AttentionError(
@@ -163,17 +176,18 @@ async function instantiateSource(name, source, imports) {
   try {
     if (typeof WebAssembly.instantiateStreaming === 'function') {
       try {
-        return await WebAssembly.instantiateStreaming(await get(), imports);
+        return checkImports(await WebAssembly.instantiateStreaming(await get(), imports), imports);
       } catch (error) {
         // A server that sends the wrong Content-Type makes streaming fail with a TypeError: fetch
         // again and compile from bytes, as Emscripten's own loader does.
         if (!(error instanceof TypeError)) throw error;
       }
     }
-    return await WebAssembly.instantiate(await (await get()).arrayBuffer(), imports);
+    return checkImports(await WebAssembly.instantiate(await (await get()).arrayBuffer(), imports), imports);
   } catch (error) {
     // Typically an HTML page (a single-page app's fallback) served where the .wasm was expected.
     if (error instanceof WebAssembly.CompileError) throw loadError(name, url, `the response is not WebAssembly (${error.message})`);
+    if (error instanceof WebAssembly.LinkError) throw loadError(name, url, `the response is another build's module (${error.message})`);
     throw error;
   }
 }
@@ -193,8 +207,8 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
   });
   const options = {
     threadPoolSize: build.worker ? threads : 0,
-    // Emscripten asks for 'attention-threads.worker.js' (and names its wasm): answer with the URLs
-    // above, never with its own guess next to wherever the glue ended up.
+    // Emscripten asks for its pthread worker ('attention-threads[-relaxed].worker.js') and names its
+    // wasm: answer with the URLs above, never with its own guess next to wherever the glue ended up.
     locateFile: (file, scriptDirectory) => {
       if (file.endsWith('.worker.js') && build.worker) return build.worker();
       if (file.endsWith('.wasm')) return (source.url ?? build.wasm()).href;

@@ -3,7 +3,8 @@
 // only the pre-standard opcode, which no shipping engine accepts. So the relaxed builds call this
 // function instead: it links as an import (bindings/relaxed_simd.js) with the instruction's exact
 // stack signature, and scripts/relax-wasm.mjs replaces every call with the instruction.
-// `const` tells the compiler it is pure, so it schedules it like arithmetic, not like a call.
+// `const` tells the compiler it is pure (no memory effects), so loads and stores move across it
+// as across arithmetic; it still counts as a call in the inliner's and unroller's costs.
 #pragma once
 
 #include <wasm_simd128.h>

@@ -43,22 +43,34 @@ test(`with ${RELAXED_FLAG}, init() picks the relaxed builds unless told not to`,
       const attn = await init(opts);
       builds.push([attn.build, attn.features.simd, attn.features.threads]);
     }
-    // One wasmBinary is the bytes of the build init picks: plain SIMD unless relaxedSimd: true.
+    // Given wasm bytes, relaxed builds only when asked for or given.
     const { readFile } = await import('node:fs/promises');
     const bytes = (build) => readFile(new URL('./dist/attention-' + build + '.wasm', import.meta.url));
     builds.push([(await init({ wasmBinary: await bytes('simd') })).build]);
+    builds.push([(await init({ wasmBinary: { scalar: await bytes('scalar') } })).build]);
     builds.push([(await init({ wasmBinary: await bytes('relaxed'), relaxedSimd: true })).build]);
+    builds.push([(await init({ wasmBinary: { relaxed: await bytes('relaxed') } })).build]);
+    // The SIMD build's module links with the relaxed glue (its imports are one fewer, named alike):
+    // init() must see that instead of running it with every import bound to the wrong function.
+    const wrong = await init({ wasmBinary: { relaxed: await bytes('simd') } }).catch((error) => error);
+    builds.push([wrong.argument, wrong.message]);
     console.log(JSON.stringify(builds));`;
   const { stdout } = await run(process.execPath, [RELAXED_FLAG, '--input-type=module', '-e', script], { cwd: REPO_ROOT });
-  assert.deepEqual(JSON.parse(stdout), [
+  const results = JSON.parse(stdout);
+  const [argument, message] = results.pop();
+  assert.deepEqual(results, [
     ['relaxed', true, 1],
     ['threads-relaxed', true, 2],
     ['simd', true, 1],
     ['threads', true, 2],
     ['scalar', false, 1],
     ['simd'],
+    ['simd'],
+    ['relaxed'],
     ['relaxed'],
   ]);
+  assert.equal(argument, 'wasmBinary.relaxed');
+  assert.match(message, /attention-relaxed\.wasm.*a module that does not link \(its 27 imports are not the 28/);
 });
 
 test(`the PyTorch fixture suites pass on the relaxed builds (${RELAXED_FLAG})`, async () => {
