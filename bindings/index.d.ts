@@ -63,8 +63,9 @@ export interface InitOptions {
   /** `false` forces the scalar (no SIMD) build. Default `true`: SIMD when the engine supports it. */
   simd?: boolean;
   /**
-   * `false` keeps to the plain SIMD builds. Default `true` (`false` when `wasmBinary` is one
-   * buffer): a `relaxed` build when the engine supports relaxed SIMD. Relaxed multiply-adds are
+   * `false` keeps to the plain SIMD builds. `true` takes a `relaxed` build, but only where the
+   * engine supports relaxed SIMD (elsewhere the plain one). Default `true`, unless `wasmBinary` is
+   * given without a `relaxed` or `threads-relaxed` entry. Relaxed multiply-adds are
    * fused on CPUs with FMA and not on others, so results may differ between machines in the last
    * bits (both stay within PyTorch's tolerance); `false` makes them the same everywhere.
    */
