@@ -5,13 +5,12 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { relaxedSimd } from 'wasm-feature-detect';
 import { AttentionError, init } from '../../dist/index.mjs';
+import { REPO_ROOT } from './helpers.js';
 
 const run = promisify(execFile);
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RELAXED_FLAG = '--experimental-wasm-relaxed-simd';
 const bytesOf = (build) => readFile(new URL(`../../dist/attention-${build}.wasm`, import.meta.url));
 
