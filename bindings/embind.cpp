@@ -76,30 +76,96 @@ val shapes_to_js(const attn::Shape& output, const attn::Shape& weights) {
 
 // ---- scaled dot-product attention ----------------------------------------------------------
 
-// Slots: query, key, value, attnMask. `scale` NaN means the default 1/sqrt(d).
-attn::SdpaOptions read_sdpa_options(uintptr_t shapes, int mask_type, uintptr_t mask, bool causal, double scale,
-                                    double dropout_p, double seed) {
+// The v2 options of scaledDotProductAttention, as the JS layer passes them: `window` 0 and
+// `softcap` NaN mean none; alibi 0 none, 1 Press et al.'s slopes, 2 the `slope_count` slopes given;
+// documents 0 none, 1 one documentIds for queries and keys, 2 queryDocumentIds and keyDocumentIds.
+struct SdpaExtras {
+  bool enable_gqa;
+  double window, softcap;
+  int alibi;
+  uintptr_t slopes;
+  double slope_count;
+  int documents;
+  uintptr_t query_ids, key_ids;
+};
+
+// Slots: query, key, value, attnMask, query ids, key ids. `scale` NaN means the default 1/sqrt(d);
+// causal: 0 none, 1 upper-left, 2 lower-right (attn::Causal).
+attn::SdpaOptions read_sdpa_options(uintptr_t shapes, int mask_type, uintptr_t mask, int causal, double scale,
+                                    double dropout_p, double seed, const SdpaExtras& extras) {
   attn::SdpaOptions options;
   options.attn_mask = read_mask(shapes, 3, mask_type, mask, /*true_means_masked=*/false);
-  options.is_causal = causal;
+  options.causal = static_cast<attn::Causal>(causal);
   if (!std::isnan(scale)) options.scale = static_cast<float>(scale);
   options.dropout_p = static_cast<float>(dropout_p);
   options.seed = static_cast<uint64_t>(seed);
+  options.enable_gqa = extras.enable_gqa;
+  if (extras.window != 0) options.window = static_cast<int64_t>(extras.window);
+  if (!std::isnan(extras.softcap)) options.softcap = static_cast<float>(extras.softcap);
+  options.alibi = extras.alibi != 0;
+  if (extras.alibi == 2) {
+    options.alibi_slopes = reinterpret_cast<const float*>(extras.slopes);
+    options.alibi_slope_count = static_cast<int64_t>(extras.slope_count);
+  }
+  if (extras.documents != 0) {
+    options.query_document_ids = {reinterpret_cast<const int32_t*>(extras.query_ids), read_shape(shapes, 4)};
+    options.key_document_ids = {reinterpret_cast<const int32_t*>(extras.key_ids), read_shape(shapes, 5)};
+    options.shared_document_ids = extras.documents == 1;
+  }
   return options;
 }
 
-val sdpa_check(uintptr_t shapes, int mask_type, bool causal, double scale, double dropout_p) {
-  const attn::SdpaOptions options = read_sdpa_options(shapes, mask_type, 0, causal, scale, dropout_p, 0);
+SdpaExtras read_extras(bool enable_gqa, double window, double softcap, int alibi, uintptr_t slopes, double slope_count,
+                       int documents, uintptr_t query_ids, uintptr_t key_ids) {
+  return {enable_gqa, window, softcap, alibi, slopes, slope_count, documents, query_ids, key_ids};
+}
+
+val sdpa_check(uintptr_t shapes, int mask_type, int causal, double scale, double dropout_p, bool enable_gqa,
+               double window, double softcap, int alibi, double slope_count, int documents) {
+  const attn::SdpaOptions options = read_sdpa_options(
+      shapes, mask_type, 0, causal, scale, dropout_p, 0,
+      read_extras(enable_gqa, window, softcap, alibi, 0, slope_count, documents, 0, 0));
   return to_js(attn::check_scaled_dot_product_attention(read_shape(shapes, 0), read_shape(shapes, 1),
                                                         read_shape(shapes, 2), options));
 }
 
 val sdpa(uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value, int mask_type, uintptr_t mask,
-         bool causal, double scale, double dropout_p, double seed, uintptr_t output, uintptr_t weights) {
-  const attn::SdpaOptions options = read_sdpa_options(shapes, mask_type, mask, causal, scale, dropout_p, seed);
+         int causal, double scale, double dropout_p, double seed, bool enable_gqa, double window, double softcap,
+         int alibi, uintptr_t slopes, double slope_count, int documents, uintptr_t query_ids, uintptr_t key_ids,
+         uintptr_t output, uintptr_t weights) {
+  const attn::SdpaOptions options = read_sdpa_options(
+      shapes, mask_type, mask, causal, scale, dropout_p, seed,
+      read_extras(enable_gqa, window, softcap, alibi, slopes, slope_count, documents, query_ids, key_ids));
   return to_js(attn::scaled_dot_product_attention(read_tensor(shapes, 0, query), read_tensor(shapes, 1, key),
                                                   read_tensor(shapes, 2, value), options,
                                                   reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+}
+
+// ---- rope ----------------------------------------------------------------------------------
+
+// Slots: x. `position_count` -1 means offset, offset + 1, … instead of positions; `rotary_dim` -1
+// means d.
+attn::RopeOptions read_rope_options(uintptr_t positions, double position_count, double offset, double base,
+                                    double rotary_dim, bool interleaved) {
+  attn::RopeOptions options;
+  options.positions = reinterpret_cast<const int32_t*>(positions);
+  options.position_count = static_cast<int64_t>(position_count);
+  options.offset = static_cast<int64_t>(offset);
+  options.base = base;
+  if (rotary_dim >= 0) options.rotary_dim = static_cast<int64_t>(rotary_dim);
+  options.interleaved = interleaved;
+  return options;
+}
+
+val rope_check(uintptr_t shapes, double position_count, double base, double rotary_dim, bool interleaved) {
+  return to_js(attn::check_rope(read_shape(shapes, 0), read_rope_options(0, position_count, 0, base, rotary_dim, interleaved)));
+}
+
+val rope(uintptr_t shapes, uintptr_t x, uintptr_t positions, double position_count, double offset, double base,
+         double rotary_dim, bool interleaved, uintptr_t output) {
+  return to_js(attn::rope(read_tensor(shapes, 0, x),
+                          read_rope_options(positions, position_count, offset, base, rotary_dim, interleaved),
+                          reinterpret_cast<float*>(output)));
 }
 
 // ---- modules -------------------------------------------------------------------------------
@@ -273,6 +339,8 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_setThreadCount", &attn::set_thread_count);
   function("_sdpaCheck", &sdpa_check);
   function("_sdpa", &sdpa);
+  function("_ropeCheck", &rope_check);
+  function("_rope", &rope);
   function("_moduleDestroy", &destroy);
   function("_moduleSetTraining", &set_training);
   function("_moduleLoadStateDict", &load_state_dict);

@@ -109,10 +109,12 @@ export interface SdpaOptions {
    */
   attnMask?: Mask | null;
   /**
-   * Query i attends to keys j <= i (top-left aligned, as PyTorch). Combines with `attnMask`
-   * (PyTorch refuses both; here both apply). Default `false`.
+   * `true` or `'upperLeft'`: query i attends to keys j <= i (top-left aligned, PyTorch's
+   * `is_causal`). `'lowerRight'`: the n queries are the last n of the m key positions,
+   * p_i = i + m − n, and attend to keys j <= p_i (`causal_lower_right`; what a decode step needs).
+   * Combines with `attnMask` (PyTorch refuses both; here both apply). Default `false`.
    */
-  isCausal?: boolean;
+  isCausal?: boolean | 'upperLeft' | 'lowerRight';
   /** Score scale, a finite number. Default `1 / sqrt(d)`. */
   scale?: number;
   /** Dropout probability on the weights, in [0, 1). Default 0. */
@@ -124,6 +126,56 @@ export interface SdpaOptions {
    * (online-softmax) path runs, which allocates no `n x m` buffer.
    */
   needWeights?: boolean;
+  /**
+   * Grouped-query attention (PyTorch 2.5's `enable_gqa`): `query [..., Hq, n, d]` with
+   * `key`/`value [..., Hkv, m, d]`, `Hq % Hkv == 0`; query head h reads key/value head
+   * `floor(h / (Hq / Hkv))`. Default `false` (head counts must be equal).
+   */
+  enableGqa?: boolean;
+  /**
+   * Sliding window: a positive integer W; key j is visible iff `|p_i − j| < W`. With causal, the
+   * W latest keys including the query's own position (Mistral's and Gemma 2's `sliding_window`).
+   * Key tiles outside the window are skipped, so time grows with W, not m. Default: none.
+   */
+  window?: number;
+  /** Soft cap c > 0 (Gemma 2): each scaled score s becomes `c · tanh(s / c)`, before ALiBi and `attnMask`. */
+  softcap?: number;
+  /**
+   * ALiBi: adds `slope_h · (j − p_i)` to the scores of query head h (dim −3; rank ≥ 3). `true`
+   * gives Press et al.'s slopes for any head count; or one slope per query head.
+   */
+  alibi?: boolean | Float32Array;
+  /**
+   * Packed sequences: ids broadcastable to `[..., n]` (n == m); key j is visible to query i iff
+   * their ids are equal. For n != m give `queryDocumentIds` and `keyDocumentIds` instead.
+   */
+  documentIds?: IdsTensor | null;
+  /** Document ids of the queries, broadcastable to `[..., n]`; with `keyDocumentIds`. */
+  queryDocumentIds?: IdsTensor | null;
+  /** Document ids of the keys, broadcastable to `[..., m]`; with `queryDocumentIds`. */
+  keyDocumentIds?: IdsTensor | null;
+}
+
+/** Integer ids (document ids of packed sequences), row-major. */
+export interface IdsTensor {
+  data: Int32Array;
+  shape: readonly number[];
+}
+
+export interface RopeOptions {
+  /** One position per row (L of them). Default `offset … offset + L − 1`. */
+  positions?: Int32Array | readonly number[];
+  /** The first position when `positions` is not given. Default 0. */
+  offset?: number;
+  /** Default 10000 (Llama 3 uses 500000). */
+  base?: number;
+  /** Dims rotated: even, at most d; the rest pass through (partial rotary, as in Phi). Default d. */
+  rotaryDim?: number;
+  /**
+   * Pairs (2k, 2k+1) as GPT-J and ONNX `rotary_interleaved`. Default `false`: rotate-half pairs
+   * (k, k + r/2), as GPT-NeoX and Hugging Face Llama.
+   */
+  interleaved?: boolean;
 }
 
 /** What every forward returns. `W` is `ResultTensor` when weights are certain to be returned. */
@@ -370,6 +422,11 @@ export interface Attention {
   scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts: SdpaOptions & { needWeights: true }): AttentionResult<ResultTensor>;
   scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions & { needWeights?: false }): AttentionResult<null>;
   scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): AttentionResult;
+  /**
+   * Rotary position embedding of `x [..., L, d]`, a new tensor of the same shape. With
+   * r = `rotaryDim` and k < r/2 the angle is `pos · base^(−2k/r)`, computed in double precision.
+   */
+  rope(x: Tensor, opts?: RopeOptions): ResultTensor;
 }
 
 /**

@@ -1,18 +1,63 @@
 // The public API (see API-CONTRACT.md): init() and the Attention instance it returns. Embind is a
 // private layer below; everything users touch is validated here and in the modules it imports.
-import { AttentionError } from './errors.js';
+import { AttentionError, describe } from './errors.js';
 import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createModuleClasses } from './modules.js';
 import { maskType, Runtime, throwIfFailed } from './runtime.js';
-import { checkBoolean, checkMask, checkNumber, checkOptions, checkTensor } from './validate.js';
+import { checkBoolean, checkIds, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, MAX_DIM } from './validate.js';
 
 export { AttentionError };
 
 // Replaced with package.json's version when the bundle is built.
 const VERSION = typeof __ATTENTION_VERSION__ === 'string' ? __ATTENTION_VERSION__ : '0.0.0-dev';
 
-const SDPA_OPTIONS = ['attnMask', 'isCausal', 'scale', 'dropoutP', 'seed', 'needWeights'];
+const SDPA_OPTIONS = [
+  'attnMask', 'isCausal', 'scale', 'dropoutP', 'seed', 'needWeights',
+  'enableGqa', 'window', 'softcap', 'alibi', 'documentIds', 'queryDocumentIds', 'keyDocumentIds',
+];
+const ROPE_OPTIONS = ['positions', 'offset', 'base', 'rotaryDim', 'interleaved'];
+
+// isCausal as the core's attn::Causal: 0 none, 1 upper-left, 2 lower-right.
+const CAUSAL = new Map([[false, 0], [true, 1], ['upperLeft', 1], ['lowerRight', 2]]);
+
+function checkCausal(value) {
+  if (value === undefined) return 0;
+  if (!CAUSAL.has(value)) throw new AttentionError('isCausal', "false, true, 'upperLeft' or 'lowerRight'", describe(value));
+  return CAUSAL.get(value);
+}
+
+// alibi: undefined/false none (0), true Press et al.'s slopes (1), a Float32Array of slopes (2).
+function checkAlibi(value) {
+  if (value === undefined || value === false) return { mode: 0, slopes: null };
+  if (value === true) return { mode: 1, slopes: null };
+  if (value instanceof Float32Array) return { mode: 2, slopes: value };
+  throw new AttentionError('alibi', 'true or a Float32Array of one slope per query head', describe(value));
+}
+
+// documents: 0 none, 1 documentIds (queries and keys alike), 2 queryDocumentIds and keyDocumentIds.
+function checkDocuments(opts) {
+  const shared = checkIds(opts.documentIds, 'documentIds');
+  const queries = checkIds(opts.queryDocumentIds, 'queryDocumentIds');
+  const keys = checkIds(opts.keyDocumentIds, 'keyDocumentIds');
+  if (shared && (queries || keys))
+    throw new AttentionError('documentIds', 'documentIds alone, or queryDocumentIds with keyDocumentIds', 'both kinds');
+  if (shared) return { mode: 1, queries: shared, keys: shared };
+  if (!queries !== !keys) {
+    const [missing, given] = queries ? ['keyDocumentIds', 'queryDocumentIds'] : ['queryDocumentIds', 'keyDocumentIds'];
+    throw new AttentionError(missing, `ids given with ${given}`, 'none');
+  }
+  return { mode: queries ? 2 : 0, queries, keys };
+}
+
+// Positions as an Int32Array: given as one, or as integers that fit one.
+function checkPositions(value) {
+  if (value === undefined) return null;
+  if (value instanceof Int32Array) return value;
+  const fits = (x) => Number.isInteger(x) && x >= -(2 ** 31) && x < 2 ** 31;
+  if (Array.isArray(value) && value.every(fits)) return Int32Array.from(value);
+  throw new AttentionError('positions', 'an Int32Array or an array of int32 integers (one per row, L)', describe(value));
+}
 
 /**
  * Loads the fastest build this engine runs and returns an independent instance.
@@ -62,12 +107,17 @@ class Attention {
     checkTensor(value, 'value');
     opts = checkOptions(opts, SDPA_OPTIONS);
     const mask = checkMask(opts.attnMask, 'attnMask');
-    const isCausal = checkBoolean(opts.isCausal, 'isCausal', false);
+    const causal = checkCausal(opts.isCausal);
     const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
     const scale = opts.scale === undefined ? NaN : checkNumber(opts.scale, 'scale', { float32: true });
     const dropoutP = opts.dropoutP === undefined ? 0 : checkNumber(opts.dropoutP, 'dropoutP', { min: 0, max: 1, maxExclusive: true, float32: true });
     // Without a seed each call draws differently, as torch's global generator would, yet reproducibly.
     const seed = opts.seed === undefined ? this.#defaultSeed++ : checkNumber(opts.seed, 'seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
+    const enableGqa = checkBoolean(opts.enableGqa, 'enableGqa', false);
+    const window = opts.window === undefined ? 0 : checkNumber(opts.window, 'window', { min: 1, max: MAX_DIM, integer: true });
+    const softcap = opts.softcap === undefined ? NaN : checkPositive(opts.softcap, 'softcap');
+    const alibi = checkAlibi(opts.alibi);
+    const documents = checkDocuments(opts);
 
     const runtime = this.#runtime;
     const wasm = runtime.wasm;
@@ -76,15 +126,48 @@ class Attention {
       [key.shape, 'key', '[..., m, d]'],
       [value.shape, 'value', '[..., m, dv]'],
       [mask ? mask.shape : [], 'attnMask', 'broadcastable to [..., n, m]'],
+      [documents.queries?.shape ?? [], documents.mode === 1 ? 'documentIds' : 'queryDocumentIds', 'broadcastable to [..., n]'],
+      [documents.keys?.shape ?? [], documents.mode === 1 ? 'documentIds' : 'keyDocumentIds', 'broadcastable to [..., m]'],
     ]);
-    const status = wasm._sdpaCheck(shapes, maskType(mask), isCausal, scale, dropoutP);
-    throwIfFailed(status);
+    const slopeCount = alibi.slopes ? alibi.slopes.length : 0;
+    throwIfFailed(wasm._sdpaCheck(shapes, maskType(mask), causal, scale, dropoutP, enableGqa, window, softcap, alibi.mode, slopeCount, documents.mode));
     const rows = query.shape.slice(0, -1);
     const [output, weights] = runtime.invoke(
-      [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'attnMask']],
+      [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'attnMask'], [alibi.slopes, 'alibi'],
+        [documents.queries?.data, 'queryDocumentIds'], [documents.keys?.data, 'keyDocumentIds']],
       [[[...rows, value.shape.at(-1)], 'output'], [needWeights ? [...rows, key.shape.at(-2)] : null, 'weights']],
-      ([q, k, v, m], [out, w]) => wasm._sdpa(shapes, q, k, v, maskType(mask), m, isCausal, scale, dropoutP, seed, out, w),
+      ([q, k, v, m, slopes, queryIds, keyIds], [out, w]) =>
+        wasm._sdpa(shapes, q, k, v, maskType(mask), m, causal, scale, dropoutP, seed, enableGqa, window, softcap,
+          alibi.mode, slopes, slopeCount, documents.mode, queryIds, keyIds, out, w),
     );
     return { output, weights };
+  }
+
+  /**
+   * Rotary position embedding of x [..., L, d]: a new tensor of the same shape. Angles
+   * pos · base^(−2k/r) are computed in double precision.
+   */
+  rope(x, opts) {
+    checkTensor(x, 'x');
+    opts = checkOptions(opts, ROPE_OPTIONS);
+    const positions = checkPositions(opts.positions);
+    if (positions && opts.offset !== undefined)
+      throw new AttentionError('offset', 'no offset when positions are given', describe(opts.offset));
+    const offset = opts.offset === undefined ? 0 : checkNumber(opts.offset, 'offset', { min: -(2 ** 52), max: 2 ** 52, integer: true });
+    const base = opts.base === undefined ? 10000 : checkPositive(opts.base, 'base');
+    const rotaryDim = opts.rotaryDim === undefined ? -1 : checkNumber(opts.rotaryDim, 'rotaryDim', { min: 0, max: MAX_DIM, integer: true });
+    const interleaved = checkBoolean(opts.interleaved, 'interleaved', false);
+
+    const runtime = this.#runtime;
+    const wasm = runtime.wasm;
+    const shapes = runtime.writeShapes([[x.shape, 'x', '[..., L, d]']]);
+    const positionCount = positions ? positions.length : -1;
+    throwIfFailed(wasm._ropeCheck(shapes, positionCount, base, rotaryDim, interleaved));
+    const [output] = runtime.invoke(
+      [[x.data, 'x'], [positions, 'positions']],
+      [[x.shape, 'output', 0]],
+      ([input, at], [out]) => wasm._rope(shapes, input, at, positionCount, offset, base, rotaryDim, interleaved, out),
+    );
+    return output;
   }
 }

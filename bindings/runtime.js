@@ -20,7 +20,7 @@ export function maskType(mask) {
   return mask.data instanceof Uint8Array ? MASK_TYPE.boolean : MASK_TYPE.additive;
 }
 
-const SHAPE_SLOTS = 5; // the most any entry point takes: query, key, value and two masks
+const SHAPE_SLOTS = 6; // the most any entry point takes: query, key, value, a mask and two id tensors
 
 export class Runtime {
   liveObjects = 0;

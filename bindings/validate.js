@@ -49,6 +49,24 @@ export function checkMask(value, argument) {
   return value;
 }
 
+// Integer ids (document ids): { data: Int32Array, shape }; null and undefined mean none.
+export function checkIds(value, argument) {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'object' || ArrayBuffer.isView(value) || Array.isArray(value))
+    throw new AttentionError(argument, '{ data: Int32Array, shape: number[] }', describe(value));
+  if (!(value.data instanceof Int32Array)) throw new AttentionError(`${argument}.data`, 'an Int32Array', describe(value.data));
+  checkShape(value.shape, argument);
+  checkLength(value, argument);
+  return value;
+}
+
+// A positive finite number whose float32 rounding is positive and finite too.
+export function checkPositive(value, argument) {
+  const ok = typeof value === 'number' && value > 0 && Number.isFinite(value) && Number.isFinite(Math.fround(value)) && Math.fround(value) > 0;
+  if (!ok) throw new AttentionError(argument, 'a positive finite number', describe(value));
+  return value;
+}
+
 // Options objects: unknown keys are errors, so a misspelt option never silently does nothing.
 export function checkOptions(opts, allowed, argument = 'opts') {
   if (opts === undefined || opts === null) return {};

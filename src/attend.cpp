@@ -16,36 +16,39 @@ namespace {
 constexpr int64_t kQueryTile = 32;
 constexpr int64_t kKeyTile = PackedOperands::kKeyTile;
 
-// How query i sees keys [j0, j1): softmax over the first `length` of them with `bias` added (null:
-// nothing added); the keys past `length` are hidden. `visible` counts the keys the query sees.
+// How query i sees keys [j0, j1): softmax over keys [begin, end) (counted from j0) with `bias`
+// added (the bias of key begin; null: nothing added); the keys outside are hidden. `visible`
+// counts the keys the query sees.
 struct RowMask {
   const float* bias;
-  int64_t length;
+  int64_t begin, end;
   int64_t visible;
 };
 
-// The rows of one query tile of block b against keys [j0, j1). The causal rule cuts each row short
-// (the keys past i are neither biased nor exponentiated); when no mask tensor depends on the query
-// (key padding, [1, m] masks), their bias row is built once for the whole tile, and its visible
-// keys are counted as the rows' lengths grow. A tile reaching past the masked width (bias_k and
-// zero-attention keys, which no mask hides) gets one full bias row per query instead.
+// The rows of one query tile of block b against keys [j0, j1). The position rules (causal, window)
+// cut each row to a range (the keys outside are neither biased nor exponentiated); when no mask
+// tensor depends on the query (key padding, [1, m] masks), their bias row is built once for the
+// whole tile, and its visible keys are counted as the rows' ranges grow. A tile reaching past the
+// masked width (bias_k and zero-attention keys, which no mask hides) gets one full bias row per
+// query instead.
 class TileMask {
  public:
   TileMask(const AttentionBlocks& p, int64_t b, int64_t i0, int64_t j0, int64_t j1, float* bias)
       : p_(p), b_(b), j0_(j0), j1_(j1), bias_(bias) {
-    shared_ = p.mask && p.mask->has_tensors() && p.mask->same_for_every_query() &&
-              p.mask->causal_limit(i0, j0, j1) >= 0;
+    shared_ = p.mask && p.mask->has_tensors() && p.mask->same_for_every_query() && p.mask->within_width(j1);
     if (shared_) p.mask->fill_tensor_bias(b, i0, j0, j1, bias);
   }
 
   RowMask row(int64_t i) {
     const int64_t keys = j1_ - j0_;
-    if (!p_.mask || p_.mask->all_visible(i, j0_, j1_)) return {nullptr, keys, keys};
-    const int64_t length = p_.mask->causal_limit(i, j0_, j1_);
-    if (length < 0) return {bias_, keys, p_.mask->fill_bias(b_, i, j0_, j1_, bias_)};
-    if (length == 0 || !p_.mask->has_tensors()) return {nullptr, length, length};
-    if (shared_) return {bias_, length, visible_in_first(length)};
-    return {bias_, length, p_.mask->fill_bias(b_, i, j0_, j0_ + length, bias_)};
+    if (!p_.mask || p_.mask->all_visible(i, j0_, j1_)) return {nullptr, 0, keys, keys};
+    if (!p_.mask->within_width(j1_)) return {bias_, 0, keys, p_.mask->fill_bias(b_, i, j0_, j1_, bias_)};
+    const KeyRange range = p_.mask->position_range(i, j0_, j1_);
+    const int64_t begin = range.begin - j0_, end = range.end - j0_;
+    if (range.empty() || !p_.mask->has_tensors()) return {nullptr, begin, end, end - begin};
+    if (shared_)
+      return {bias_ + begin, begin, end, begin == 0 ? visible_in_first(end) : count_visible(bias_ + begin, end - begin)};
+    return {bias_ + begin, begin, end, p_.mask->fill_bias(b_, i, range.begin, range.end, bias_ + begin)};
   }
 
  private:
@@ -75,6 +78,30 @@ struct Block {
 // Block b's index in the masks, the dropout draws and the score functions.
 int64_t mask_index(const AttentionBlocks& p, int64_t b) { return p.first_block + b * p.block_step; }
 
+// The key/value block that query block b reads (grouped heads share one).
+int64_t kv_block(const AttentionBlocks& p, int64_t b) { return b / p.kv_group; }
+
+// The keys the position rules leave some query of [i0, i1], and the first of them rounded down to a
+// panel of the packed keys (scores are computed from there).
+struct TileKeys {
+  int64_t first, end;
+};
+TileKeys tile_keys(const AttentionBlocks& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const KeyRange seen = p.mask ? p.mask->tile_range(i0, i1, j0, j1) : KeyRange{j0, j1};
+  const int64_t panel = static_cast<int64_t>(kernels::kPanel);
+  return {std::max(j0, seen.begin / panel * panel), seen.end};
+}
+
+// Scales row s (keys [j, j + n) of query i of block b), adds the score terms and `bias`, and returns
+// the row's max (NaN if any score is NaN).
+float scale_row(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j, float* s, const float* bias, int64_t n) {
+  const kernels::KernelSet& k = kernels::active_kernels();
+  if (p.softcap == 0.0f && !p.alibi_slopes) return k.scale_bias_max(s, bias, n, p.scale);
+  const float slope = p.alibi_slopes ? p.alibi_slopes[mask_index(p, b) % p.alibi_heads] : 0.0f;
+  const int64_t position = p.mask ? p.mask->position(i) : i;
+  return k.score_terms_max(s, bias, n, {p.scale, p.softcap, slope, static_cast<float>(j - position)});
+}
+
 Block block_of(const AttentionBlocks& p, int64_t b, float* output) {
   return {p.query + p.query_layout.offset(b), output + p.output_layout.offset(b),
           static_cast<size_t>(p.query_layout.row_stride), static_cast<size_t>(p.output_layout.row_stride)};
@@ -89,27 +116,30 @@ void compute_scores(const AttentionBlocks& p, const Block& block, const PackedOp
     return;
   }
   kernels::active_kernels().gemm_packed(rows, cols, p.d, block.query + i0 * block.ldq, block.ldq,
-                                        operands.key_panel(b, j0, p.d), nullptr, scores, ld);
+                                        operands.key_panel(kv_block(p, b), j0, p.d), nullptr, scores, ld);
   if (p.score_term) (*p.score_term)(mask_index(p, b), i0, rows, j0, cols, scores, ld);
 }
 
-// out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V, j0 a multiple of kKeyTile, through
-// the packed value tiles (`product` is rows x dv scratch). Each panel of a tile is multiplied on its
-// own, so that a tile cut short by j1 (at the causal diagonal) reads only the first keys of each:
-// a panel holds the whole tile's depth. With rows ≤ 32, gemm_packed's own row block, this is the
-// order gemm_packed walks a whole tile in anyway.
+// out[rows, dv] (row stride ldo) += P[rows, keys [j0, j1)] · V through the packed value tiles
+// (`product` is rows x dv scratch). Each panel of a tile is multiplied on its own, so that a tile
+// cut at either end (by a window's first key, at the causal diagonal) reads only the keys in
+// range: a panel holds the whole tile's depth, one row of kPanel floats per key. With rows ≤ 32,
+// gemm_packed's own row block, this is the order gemm_packed walks a whole tile in anyway.
 void add_weighted_values(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, const float* P,
                          size_t ldp, int64_t rows, int64_t j0, int64_t j1, float* out, size_t ldo, float* product) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const int64_t panel = static_cast<int64_t>(kernels::kPanel);
-  for (int64_t t0 = j0; t0 < j1; t0 += kKeyTile) {
-    const int64_t depth = std::min(t0 + kKeyTile, p.m) - t0, used = std::min(j1 - t0, depth);
-    const float* tile = operands.value_tile(b, t0);
+  for (int64_t t0 = j0; t0 < j1;) {
+    const int64_t tile_start = t0 / kKeyTile * kKeyTile;
+    const int64_t depth = std::min(tile_start + kKeyTile, p.m) - tile_start;
+    const int64_t used = std::min(j1, tile_start + depth) - t0;
+    const float* tile = operands.value_tile(kv_block(p, b), tile_start) + (t0 - tile_start) * panel;
     for (int64_t c0 = 0; c0 < p.dv; c0 += panel)
       k.gemm_packed(rows, std::min(panel, p.dv - c0), used, P + (t0 - j0), ldp, tile + c0 * depth, nullptr,
                     product + c0, p.dv);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < p.dv; ++c) out[r * ldo + c] += product[r * p.dv + c];
+    t0 += used;
   }
 }
 
@@ -132,24 +162,24 @@ void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operand
   const size_t ldo = block.ldo;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   bool hidden[kQueryTile];
-  // Keys the causal rule hides from every query of the tile get weight 0 without being scored.
-  const int64_t first_hidden = std::min(i0 + rows, p.m);
-  const int64_t seen = p.mask && p.mask->hides_keys(i0 + rows - 1, first_hidden, p.m) ? first_hidden : p.m;
-  compute_scores(p, block, operands, b, i0, rows, 0, seen, W, p.m);
-  TileMask tile_mask(p, mask_index(p, b), i0, 0, seen, bias);
+  // Keys the position rules hide from every query of the tile get weight 0 without being scored.
+  const TileKeys seen = tile_keys(p, i0, i0 + rows - 1, 0, p.m);
+  compute_scores(p, block, operands, b, i0, rows, seen.first, seen.end - seen.first, W + seen.first, p.m);
+  TileMask tile_mask(p, mask_index(p, b), i0, seen.first, seen.end, bias);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = W + r * p.m;
     const RowMask mask = tile_mask.row(i0 + r);
     hidden[r] = mask.visible == 0;
-    const int64_t length = hidden[r] ? 0 : mask.length;
-    std::fill(row + length, row + p.m, 0.0f);
+    const int64_t begin = hidden[r] ? p.m : seen.first + mask.begin, end = hidden[r] ? p.m : seen.first + mask.end;
+    std::fill(row, row + begin, 0.0f);
+    std::fill(row + end, row + p.m, 0.0f);
     if (hidden[r]) continue;
-    const float max = k.scale_bias_max(row, mask.bias, length, p.scale);
-    k.scale(row, length, 1.0f / k.exp_sum(row, length, max));
-    if (dropout_active(p)) p.dropout->apply(row, seen, (mask_index(p, b) * p.n + i0 + r) * p.m);
+    const float max = scale_row(p, b, i0 + r, begin, row + begin, mask.bias, end - begin);
+    k.scale(row + begin, end - begin, 1.0f / k.exp_sum(row + begin, end - begin, max));
+    if (dropout_active(p)) p.dropout->apply(row, seen.end, (mask_index(p, b) * p.n + i0 + r) * p.m);
   }
   for (int64_t r = 0; r < rows; ++r) std::fill(O + (i0 + r) * ldo, O + (i0 + r) * ldo + p.dv, 0.0f);
-  add_weighted_values(p, operands, b, W, p.m, rows, 0, seen, O + i0 * ldo, ldo, product);
+  add_weighted_values(p, operands, b, W + seen.first, p.m, rows, seen.first, seen.end, O + i0 * ldo, ldo, product);
   zero_hidden_rows(p, hidden, rows, O + i0 * ldo, ldo);
 }
 
@@ -169,27 +199,31 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
   std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
   std::fill(running_sum, running_sum + rows, 0.0f);
   std::fill(visible_total, visible_total + rows, 0);
-  for (int64_t j0 = 0; j0 < p.m; j0 += kKeyTile) {
-    int64_t cols = std::min(kKeyTile, p.m - j0);
-    // Under the causal rule, key tiles past the tile's last query are skipped (half the work), and
-    // the tile on the diagonal stops at that query's last key.
-    if (p.mask && p.mask->hides_keys(i0 + rows - 1, j0, j0 + cols)) continue;
-    const int64_t causal_cols = p.mask ? p.mask->causal_limit(i0 + rows - 1, j0, j0 + cols) : cols;
-    if (causal_cols >= 0) cols = causal_cols;
-    compute_scores(p, block, operands, b, i0, rows, j0, cols, scores, kKeyTile);
-    TileMask tile_mask(p, mask_index(p, b), i0, j0, j0 + cols, bias);
+  // Key tiles that the position rules (causal, window) or the documents hide from every query of
+  // the tile are skipped, and a tile at the edge of the rules' reach is scored only from the
+  // panel holding its first visible key to the last visible key: time grows with the visible pairs.
+  const int64_t last = i0 + rows - 1;
+  const TileKeys reach = tile_keys(p, i0, last, 0, p.m);
+  for (int64_t j0 = reach.first / kKeyTile * kKeyTile; j0 < reach.end; j0 += kKeyTile) {
+    const int64_t j1 = std::min(j0 + kKeyTile, p.m);
+    if (p.mask && p.mask->hides_tile(mask_index(p, b), i0, last, j0, j1)) continue;
+    const TileKeys seen = tile_keys(p, i0, last, j0, j1);
+    const int64_t cols = seen.end - seen.first;
+    compute_scores(p, block, operands, b, i0, rows, seen.first, cols, scores, kKeyTile);
+    TileMask tile_mask(p, mask_index(p, b), i0, seen.first, seen.end, bias);
     for (int64_t r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
       const RowMask mask = tile_mask.row(i0 + r);
       // A row that sees none of these keys contributes nothing and must not disturb the running max.
-      const int64_t length = mask.visible == 0 ? 0 : mask.length;
-      std::fill(s + length, s + cols, 0.0f);
-      if (length == 0) continue;
+      const int64_t begin = mask.visible == 0 ? 0 : mask.begin, end = mask.visible == 0 ? 0 : mask.end;
+      std::fill(s, s + begin, 0.0f);
+      std::fill(s + end, s + cols, 0.0f);
+      if (begin == end) continue;
       visible_total[r] += mask.visible;
-      const float tile_max = k.scale_bias_max(s, mask.bias, length, p.scale);
+      const float tile_max = scale_row(p, b, i0 + r, seen.first + begin, s + begin, mask.bias, end - begin);
       const float old_max = running_max[r];
       const float new_max = std::isnan(tile_max) ? tile_max : std::max(old_max, tile_max);
-      const float tile_sum = k.exp_sum(s, length, new_max);
+      const float tile_sum = k.exp_sum(s + begin, end - begin, new_max);
       if (old_max != new_max) {
         const float rescale = std::exp(old_max - new_max);
         running_sum[r] *= rescale;
@@ -197,9 +231,9 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
       }
       running_sum[r] += tile_sum;
       running_max[r] = new_max;
-      if (dropout_active(p)) p.dropout->apply(s, cols, (mask_index(p, b) * p.n + i0 + r) * p.m + j0);
+      if (dropout_active(p)) p.dropout->apply(s, cols, (mask_index(p, b) * p.n + i0 + r) * p.m + seen.first);
     }
-    add_weighted_values(p, operands, b, scores, kKeyTile, rows, j0, j0 + cols, out, ldo, product);
+    add_weighted_values(p, operands, b, scores, kKeyTile, rows, seen.first, seen.end, out, ldo, product);
   }
   bool hidden[kQueryTile];
   for (int64_t r = 0; r < rows; ++r) {
@@ -217,8 +251,9 @@ Status PackedOperands::allocate(const AttentionBlocks& p) {
   keys_size_ = p.score ? 0 : static_cast<int64_t>(kernels::packed_size(p.d, p.m));
   values_width_ = static_cast<int64_t>(kernels::packed_size(1, p.dv));
   values_size_ = p.m * values_width_;
-  values_offset_ = p.batch * keys_size_;
-  return storage_.allocate(p.batch * (keys_size_ + values_size_), "packed keys and values");
+  const int64_t blocks = p.batch / p.kv_group;
+  values_offset_ = blocks * keys_size_;
+  return storage_.allocate(blocks * (keys_size_ + values_size_), "packed keys and values");
 }
 
 void PackedOperands::pack_key_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* keys, int64_t stride) {
@@ -233,7 +268,7 @@ void PackedOperands::pack_value_tile(const AttentionBlocks& p, int64_t b, int64_
 
 void PackedOperands::pack(const AttentionBlocks& p) {
   const int64_t tiles = (p.m + kKeyTile - 1) / kKeyTile;
-  parallel_for(p.batch * tiles, [&](int64_t item, int) {
+  parallel_for(p.batch / p.kv_group * tiles, [&](int64_t item, int) {
     const int64_t b = item / tiles, j0 = item % tiles * kKeyTile;
     const BlockLayout &keys = p.key_layout, &values = p.value_layout;
     if (!p.score) pack_key_tile(p, b, j0, p.key + keys.offset(b) + j0 * keys.row_stride, keys.row_stride);

@@ -40,6 +40,14 @@ struct AttentionBlocks {
   const float* value = nullptr;
   BlockLayout query_layout, key_layout, value_layout, output_layout;
   float scale = 1.0f;
+  // Terms of the scaled scores, in this order: a soft cap c > 0 turns s into c·tanh(s / c) (0: none);
+  // ALiBi adds slope_h · (j − p_i), h = b % alibi_heads (null: none).
+  float softcap = 0.0f;
+  const float* alibi_slopes = nullptr;
+  int64_t alibi_heads = 1;
+  // Grouped heads: each key/value block serves this many consecutive query blocks (block b reads
+  // key/value block b / kv_group), and is packed once for all of them.
+  int64_t kv_group = 1;
   const ScoreMask* mask = nullptr;
   const Dropout* dropout = nullptr;  // indices run over the weights [B, n, m], row-major
   const ScoreFunction* score = nullptr;       // scores that are not Q·Kᵀ (additive); null: Q·Kᵀ

@@ -13,17 +13,41 @@
 
 namespace attn {
 
-// torch.nn.functional.scaled_dot_product_attention, with the API contract's differences: a query
-// that sees no key gets zeros, and is_causal combines with attn_mask.
+// Which keys the causal rule leaves query i: none hidden, j <= i (top-left aligned, PyTorch's
+// is_causal), or j <= i + m - n (lower-right: the queries are the last n of the m key positions).
+enum class Causal { none, upper_left, lower_right };
+
+// torch.nn.functional.scaled_dot_product_attention, with the API contract's differences (a query
+// that sees no key gets zeros, and causal combines with attn_mask) and its v2 options. The query's
+// position is p_i = i + m - n under lower-right causal, p_i = i otherwise; h is the query head
+// (dimension -3). Order: s = scale·(q·k); softcap; + ALiBi; + additive attn_mask; then every rule
+// that hides (boolean mask, causal, window, documents, -inf) hides.
 struct SdpaOptions {
   // Broadcastable to [..., n, m]. Boolean: 1 = may attend (set true_means_masked = false), as in
   // PyTorch's SDPA; additive: added to the scaled scores, -inf hides the key.
   MaskView attn_mask;
-  bool is_causal = false;           // query i sees keys j <= i (top-left aligned)
+  Causal causal = Causal::none;
   std::optional<float> scale;       // default 1 / sqrt(d)
   float dropout_p = 0.0f;           // in [0, 1), applied to the weights
   uint64_t seed = 0;
+  // key and value [..., Hkv, m, d] with Hq % Hkv == 0: query head h reads head h / (Hq / Hkv).
+  bool enable_gqa = false;
+  std::optional<int64_t> window;    // key j visible iff |p_i - j| < window
+  std::optional<float> softcap;     // s becomes c·tanh(s / c)
+  // ALiBi adds slope_h · (j - p_i): the given slopes [Hq], or Press et al.'s when null.
+  bool alibi = false;
+  const float* alibi_slopes = nullptr;
+  int64_t alibi_slope_count = 0;
+  // Key j visible to query i iff their ids are equal: ids [..., n] and [..., m], broadcast against
+  // the query's leading dims. `shared_document_ids`: both are one documentIds (n == m).
+  IdsView query_document_ids, key_document_ids;
+  bool shared_document_ids = false;
 };
+
+// Press et al.'s ALiBi slopes for `heads` heads (any count): for a power of two H,
+// 2^(-8(h+1)/H); otherwise, with P = 2^floor(log2 H), the P slopes of P heads followed by the
+// slopes of 2P heads at even indices, H - P of them. Writes slopes[heads].
+void alibi_slopes(int64_t heads, float* slopes);
 
 // Checks shapes and options without reading any data, so callers can size outputs first.
 // query [..., n, d], key [..., m, d], value [..., m, dv]: same leading dims, rank 2 to kMaxRank.
@@ -34,5 +58,23 @@ Status check_scaled_dot_product_attention(const Shape& query, const Shape& key, 
 // With `weights` null no n x m buffer is allocated (the streaming path).
 Status scaled_dot_product_attention(const TensorView& query, const TensorView& key, const TensorView& value,
                                     const SdpaOptions& options, float* output, float* weights);
+
+// Rotary position embedding (RoPE) of x [..., L, d] into output (same shape; may be x itself).
+// With r = rotary_dim and k in [0, r/2), the angle of position pos is pos · base^(-2k/r), computed
+// in double precision; dims from r on pass through.
+struct RopeOptions {
+  // positions [position_count], or offset, offset + 1, … when position_count is -1.
+  const int32_t* positions = nullptr;
+  int64_t position_count = -1;
+  int64_t offset = 0;
+  double base = 10000.0;
+  std::optional<int64_t> rotary_dim;   // even, at most d; default d
+  // Rotate-half (GPT-NeoX, Hugging Face Llama) pairs dims k and k + r/2; interleaved (GPT-J, ONNX
+  // rotary_interleaved) pairs 2k and 2k + 1.
+  bool interleaved = false;
+};
+
+Status check_rope(const Shape& x, const RopeOptions& options);
+Status rope(const TensorView& x, const RopeOptions& options, float* output);
 
 }  // namespace attn

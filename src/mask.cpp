@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace attn {
 namespace {
@@ -78,6 +79,7 @@ void ScoreMask::add(const BroadcastMask& mask) {
 }
 
 bool ScoreMask::same_for_every_query() const {
+  if (documents_.present()) return false;
   for (int k = 0; k < count_; ++k)
     if (masks_[k].query_stride() != 0) return false;
   return true;
@@ -117,9 +119,65 @@ int64_t count_visible(const float* bias, int64_t keys) {
 
 int64_t ScoreMask::fill_bias(int64_t batch, int64_t i, int64_t j0, int64_t j1, float* bias) const {
   fill_tensor_bias(batch, i, j0, j1, bias);
-  if (causal_)
-    for (int64_t j = std::max(j0, i + 1); j < std::min(j1, width_); ++j) bias[j - j0] = kMasked;
+  const int64_t masked_end = std::min(j1, width_);
+  if (masked_end > j0) {
+    const KeyRange visible = position_range(i, j0, masked_end);
+    std::fill(bias, bias + (visible.begin - j0), kMasked);
+    std::fill(bias + (visible.end - j0), bias + (masked_end - j0), kMasked);
+    if (documents_.present()) {
+      const int32_t id = documents_.query_id(batch, i);
+      const int32_t* keys = documents_.key_ids(batch, j0);
+      const int64_t stride = documents_.key_stride();
+      add_terms(bias, masked_end - j0, stride, [&](int64_t at) { return keys[at] == id ? 0.0f : kMasked; });
+    }
+  }
   return count_visible(bias, j1 - j0);
+}
+
+Status DocumentMask::check(const Shape& ids, const Shape& scores, bool keys, const char* argument) {
+  // [..., n] against the scores' leading dims and n (or [..., m] against them and m).
+  Shape target = scores;
+  target.rank -= 1;
+  if (keys) target[target.rank - 1] = scores.at_end(1);
+  bool fits = ids.rank >= 1 && ids.rank <= target.rank && ids.non_negative();
+  for (int k = 1; fits && k <= ids.rank; ++k) fits = ids.at_end(k) == 1 || ids.at_end(k) == target.at_end(k);
+  if (!fits) return Status::invalid(argument, "a shape broadcastable to " + target.str(), ids.str());
+  return Status::success();
+}
+
+DocumentMask::DocumentMask(const IdsView& queries, const IdsView& keys, const Shape& scores) {
+  // Each as a mask over the scores: queries [..., n, 1], keys [..., 1, m].
+  const auto as_mask = [&](const IdsView& ids, bool key_axis) {
+    MaskView view;
+    view.type = MaskType::additive;  // only its data pointer and shape are read
+    view.data = ids.data;
+    view.shape = ids.shape;
+    view.shape.rank = ids.shape.rank + 1;
+    if (key_axis) {
+      view.shape[view.shape.rank - 1] = ids.shape.rank ? ids.shape.at_end(1) : 1;
+      view.shape[view.shape.rank - 2] = 1;
+    } else {
+      view.shape[view.shape.rank - 1] = 1;
+    }
+    return BroadcastMask(view, scores);
+  };
+  queries_ = as_mask(queries, false);
+  keys_ = as_mask(keys, true);
+}
+
+bool DocumentMask::disjoint(int64_t batch, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+  const auto range = [](auto id_of, int64_t first, int64_t last) {
+    int32_t low = id_of(first), high = low;
+    for (int64_t x = first + 1; x <= last; ++x) {
+      low = std::min(low, id_of(x));
+      high = std::max(high, id_of(x));
+    }
+    return std::pair{low, high};
+  };
+  const int32_t* keys = key_ids(batch, j0);
+  const auto [query_low, query_high] = range([&](int64_t i) { return query_id(batch, i); }, i0, i1);
+  const auto [key_low, key_high] = range([&](int64_t j) { return keys[(j - j0) * key_stride()]; }, j0, j1 - 1);
+  return query_high < key_low || key_high < query_low;
 }
 
 Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, Shape* merged) {

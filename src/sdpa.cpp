@@ -3,6 +3,7 @@
 
 #include "attend.h"
 #include "attention.h"
+#include "buffer.h"
 #include "module.h"
 
 namespace attn {
@@ -15,21 +16,72 @@ Shape score_shape(const Shape& query, const Shape& key) {
   return scores;
 }
 
-bool same_leading_dims(const Shape& s, const Shape& query) {
+// Whether `s` has the query's leading dims, except the head dim (-3) when `heads_may_differ`.
+bool same_leading_dims(const Shape& s, const Shape& query, bool heads_may_differ) {
   if (s.rank != query.rank) return false;
   for (int axis = 0; axis < query.rank - 2; ++axis)
-    if (s[axis] != query[axis]) return false;
+    if (s[axis] != query[axis] && !(heads_may_differ && axis == query.rank - 3)) return false;
   return true;
 }
 
-// "[2, 3, m, 8]": the query's leading dims followed by `tail`.
-std::string with_leading_dims(const Shape& query, const std::string& tail) {
+// "[2, 3, m, 8]": the query's leading dims (the head dim as `heads` when given) followed by `tail`.
+std::string with_leading_dims(const Shape& query, const std::string& tail, const char* heads = nullptr) {
   std::string s = "[";
-  for (int axis = 0; axis < query.rank - 2; ++axis) s += std::to_string(query[axis]) + ", ";
+  for (int axis = 0; axis < query.rank - 2; ++axis)
+    s += (heads && axis == query.rank - 3 ? std::string(heads) : std::to_string(query[axis])) + ", ";
   return s + tail + "]";
 }
 
+Status check_key_value(const Shape& query, const Shape& key, const Shape& value, bool grouped) {
+  const std::string key_tail = "m, " + std::to_string(query.at_end(1));
+  if (!same_leading_dims(key, query, grouped) || key.at_end(1) != query.at_end(1)) {
+    if (grouped) return Status::invalid("key", with_leading_dims(query, key_tail, "Hkv"), key.str());
+    // Key/value heads that could serve the query heads as groups: say what would accept them.
+    const bool groups = query.rank >= 3 && same_leading_dims(key, query, true) && key.at_end(1) == query.at_end(1) &&
+                        key.at_end(3) > 0 && query.at_end(3) % key.at_end(3) == 0;
+    return Status::invalid("key", with_leading_dims(query, key_tail) + (groups ? " (or enableGqa: true)" : ""),
+                           key.str());
+  }
+  if (grouped) {
+    const int64_t query_heads = query.at_end(3), kv_heads = key.at_end(3);
+    if (kv_heads == 0 ? query_heads != 0 : query_heads % kv_heads != 0)
+      return Status::invalid("key",
+                             with_leading_dims(query, key_tail, "Hkv") + " with Hkv dividing the query's " +
+                                 std::to_string(query_heads) + " heads",
+                             key.str());
+  }
+  if (!same_leading_dims(value, key, false) || value.at_end(2) != key.at_end(2))
+    return Status::invalid("value", with_leading_dims(key, std::to_string(key.at_end(2)) + ", dv"), value.str());
+  return Status::success();
+}
+
+Status check_documents(const SdpaOptions& options, const Shape& scores) {
+  const IdsView &queries = options.query_document_ids, &keys = options.key_document_ids;
+  if (!queries.present() && !keys.present()) return Status::success();
+  if (options.shared_document_ids) {
+    const int64_t n = scores.at_end(2), m = scores.at_end(1);
+    if (n != m)
+      return Status::invalid("documentIds",
+                             "queries and keys of one length (n == m; for n != m give queryDocumentIds and keyDocumentIds)",
+                             "n = " + std::to_string(n) + ", m = " + std::to_string(m));
+    return DocumentMask::check(queries.shape, scores, false, "documentIds");
+  }
+  if (!keys.present()) return Status::invalid("keyDocumentIds", "ids given with queryDocumentIds", "none");
+  if (!queries.present()) return Status::invalid("queryDocumentIds", "ids given with keyDocumentIds", "none");
+  return first_failure({DocumentMask::check(queries.shape, scores, false, "queryDocumentIds"),
+                        DocumentMask::check(keys.shape, scores, true, "keyDocumentIds")});
+}
+
 }  // namespace
+
+void alibi_slopes(int64_t heads, float* slopes) {
+  const auto power_of_two_slopes = [](int64_t count, int64_t h) { return std::exp2(-8.0 * (h + 1) / count); };
+  int64_t power = 1;
+  while (power * 2 <= heads) power *= 2;
+  for (int64_t h = 0; h < heads; ++h)
+    slopes[h] = static_cast<float>(h < power ? power_of_two_slopes(power, h)
+                                             : power_of_two_slopes(2 * power, 2 * (h - power)));
+}
 
 Status check_scaled_dot_product_attention(const Shape& query, const Shape& key, const Shape& value,
                                           const SdpaOptions& options) {
@@ -38,33 +90,42 @@ Status check_scaled_dot_product_attention(const Shape& query, const Shape& key, 
   for (const auto& [argument, shape] : {std::pair{"query", query}, {"key", key}, {"value", value},
                                         {"attnMask", options.attn_mask.shape}})
     if (!shape.non_negative()) return Status::invalid(argument, "non-negative dimensions", shape.str());
-  if (!same_leading_dims(key, query) || key.at_end(1) != query.at_end(1))
-    return Status::invalid("key", with_leading_dims(query, "m, " + std::to_string(query.at_end(1))), key.str());
-  if (!same_leading_dims(value, query) || value.at_end(2) != key.at_end(2))
-    return Status::invalid("value", with_leading_dims(query, std::to_string(key.at_end(2)) + ", dv"), value.str());
+  if (options.enable_gqa && query.rank < 3)
+    return Status::invalid("enableGqa", "a query of rank 3 or more ([..., Hq, n, d])", query.str());
+  Status s = check_key_value(query, key, value, options.enable_gqa);
+  if (!s.ok()) return s;
+  const Shape scores = score_shape(query, key);
   if (options.attn_mask.present()) {
-    Status s = BroadcastMask::check(options.attn_mask, score_shape(query, key), "attnMask");
+    s = BroadcastMask::check(options.attn_mask, scores, "attnMask");
     if (!s.ok()) return s;
   }
   if (options.scale && !std::isfinite(*options.scale))
     return Status::invalid("scale", "a finite number", std::to_string(*options.scale));
   if (!(options.dropout_p >= 0.0f && options.dropout_p < 1.0f))
     return Status::invalid("dropoutP", "a number in [0, 1)", std::to_string(options.dropout_p));
-  return Status::success();
+  if (options.window && *options.window <= 0)
+    return Status::invalid("window", "a positive integer", std::to_string(*options.window));
+  if (options.softcap && !(*options.softcap > 0.0f && std::isfinite(*options.softcap)))
+    return Status::invalid("softcap", "a positive finite number", std::to_string(*options.softcap));
+  if (options.alibi) {
+    if (query.rank < 3) return Status::invalid("alibi", "a query of rank 3 or more ([..., H, n, d])", query.str());
+    const int64_t heads = query.at_end(3);
+    if (options.alibi_slopes && options.alibi_slope_count != heads)
+      return Status::invalid("alibi", "true or " + std::to_string(heads) + " slopes (one per query head)",
+                             std::to_string(options.alibi_slope_count) + " slopes");
+  }
+  return check_documents(options, scores);
 }
 
 Status scaled_dot_product_attention(const TensorView& query, const TensorView& key, const TensorView& value,
                                     const SdpaOptions& options, float* output, float* weights) {
   Status s = first_failure({check_scaled_dot_product_attention(query.shape, key.shape, value.shape, options),
                             check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
-                            check_data(options.attn_mask, "attnMask")});
+                            check_data(options.attn_mask, "attnMask"),
+                            check_data(options.query_document_ids, "queryDocumentIds"),
+                            check_data(options.key_document_ids, "keyDocumentIds")});
   if (!s.ok()) return s;
   const Shape scores = score_shape(query.shape, key.shape);
-
-  ScoreMask mask;
-  if (options.attn_mask.present()) mask.add(BroadcastMask(options.attn_mask, scores));
-  mask.set_causal(options.is_causal);
-  const Dropout dropout(options.dropout_p, options.seed);
 
   AttentionBlocks blocks;
   blocks.batch = query.shape.leading_numel(2);
@@ -72,6 +133,31 @@ Status scaled_dot_product_attention(const TensorView& query, const TensorView& k
   blocks.d = query.shape.at_end(1);
   blocks.m = key.shape.at_end(2);
   blocks.dv = value.shape.at_end(1);
+
+  ScoreMask mask;
+  if (options.attn_mask.present()) mask.add(BroadcastMask(options.attn_mask, scores));
+  mask.set_causal(options.causal != Causal::none);
+  if (options.causal == Causal::lower_right) mask.set_position_offset(blocks.m - blocks.n);
+  if (options.window) mask.set_window(*options.window);
+  if (options.query_document_ids.present())
+    mask.set_documents(DocumentMask(options.query_document_ids, options.key_document_ids, scores));
+  const Dropout dropout(options.dropout_p, options.seed);
+
+  FloatBuffer slopes;
+  if (options.alibi) {
+    blocks.alibi_heads = query.shape.at_end(3);
+    if (options.alibi_slopes) {
+      blocks.alibi_slopes = options.alibi_slopes;
+    } else {
+      s = slopes.allocate(blocks.alibi_heads, "ALiBi slopes");
+      if (!s.ok()) return s;
+      alibi_slopes(blocks.alibi_heads, slopes.data());
+      blocks.alibi_slopes = slopes.data();
+    }
+  }
+  if (options.softcap) blocks.softcap = *options.softcap;
+  if (options.enable_gqa && key.shape.at_end(3) > 0) blocks.kv_group = query.shape.at_end(3) / key.shape.at_end(3);
+
   blocks.query = query.data;
   blocks.key = key.data;
   blocks.value = value.data;

@@ -54,6 +54,14 @@ struct MaskView {
   bool present() const { return type != MaskType::none; }
 };
 
+// Integer ids (the document ids of packed sequences); absent when it has neither data nor shape.
+struct IdsView {
+  const int32_t* data = nullptr;
+  Shape shape;
+
+  bool present() const { return data != nullptr || shape.rank > 0; }
+};
+
 // Fails when a non-empty tensor or a present mask has no data. Operators check this before reading,
 // after the shape-only checks that bindings run on their own to size outputs.
 Status check_data(const void* data, const Shape& shape, const std::string& argument);
@@ -62,6 +70,9 @@ inline Status check_data(const TensorView& tensor, const std::string& argument) 
 }
 inline Status check_data(const MaskView& mask, const std::string& argument) {
   return mask.present() ? check_data(mask.data, mask.shape, argument) : Status::success();
+}
+inline Status check_data(const IdsView& ids, const std::string& argument) {
+  return ids.present() ? check_data(ids.data, ids.shape, argument) : Status::success();
 }
 
 }  // namespace attn

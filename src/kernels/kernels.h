@@ -8,6 +8,15 @@
 
 namespace attn::kernels {
 
+// The terms modern decoders add to a row of scaled scores, in the contract's order: a soft cap
+// (Gemma 2), then ALiBi's linear bias.
+struct ScoreTerms {
+  float scale;
+  float softcap;         // c > 0: the scaled score s becomes c·tanh(s / c); 0: no cap
+  float alibi_slope;     // adds alibi_slope · (alibi_distance + j); 0: no ALiBi
+  float alibi_distance;  // j0 − p_i: how far the row's first key lies from the query's position
+};
+
 struct KernelSet {
   const char* name;
 
@@ -19,6 +28,10 @@ struct KernelSet {
   // s[j] = s[j] · scale + bias[j] (bias may be null); returns max_j s[j], -inf when n = 0, NaN
   // if any s[j] is NaN (so NaN inputs propagate as in PyTorch).
   float (*scale_bias_max)(float* s, const float* bias, size_t n, float scale);
+
+  // s[j] = softcap(s[j] · scale) + alibi + bias[j] (bias may be null) as `terms` gives them;
+  // returns the max as scale_bias_max does.
+  float (*score_terms_max)(float* s, const float* bias, size_t n, const ScoreTerms& terms);
 
   // s[j] = exp(s[j] - max); returns the sum. exp(-inf) is exactly 0, so masked keys get weight 0.
   float (*exp_sum)(float* s, size_t n, float max);

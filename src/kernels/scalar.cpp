@@ -32,6 +32,21 @@ float scale_bias_max_scalar(float* s, const float* bias, size_t n, float scale) 
   return saw_nan ? std::numeric_limits<float>::quiet_NaN() : max;
 }
 
+float score_terms_max_scalar(float* s, const float* bias, size_t n, const ScoreTerms& terms) {
+  float max = -std::numeric_limits<float>::infinity();
+  bool saw_nan = false;
+  const float capped_scale = terms.softcap > 0.0f ? terms.scale / terms.softcap : 0.0f;
+  for (size_t j = 0; j < n; ++j) {
+    float x = terms.softcap > 0.0f ? terms.softcap * std::tanh(s[j] * capped_scale) : s[j] * terms.scale;
+    if (terms.alibi_slope != 0.0f) x += terms.alibi_slope * (terms.alibi_distance + static_cast<float>(j));
+    if (bias) x += bias[j];
+    s[j] = x;
+    saw_nan |= std::isnan(x);
+    max = x > max ? x : max;
+  }
+  return saw_nan ? std::numeric_limits<float>::quiet_NaN() : max;
+}
+
 float exp_sum_scalar(float* s, size_t n, float max) {
   float sum = 0.0f;
   for (size_t j = 0; j < n; ++j) {
@@ -77,8 +92,8 @@ void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
 }  // namespace
 
 const KernelSet kScalarKernels = {
-    "scalar",           gemm_nt_scalar,    scale_bias_max_scalar, exp_sum_scalar, scale_scalar,
-    gemm_packed_scalar, tanh_scores_scalar,
+    "scalar",           gemm_nt_scalar,       scale_bias_max_scalar, score_terms_max_scalar, exp_sum_scalar,
+    scale_scalar,       gemm_packed_scalar,   tanh_scores_scalar,
 };
 
 }  // namespace attn::kernels

@@ -47,6 +47,25 @@ Mask mask_of(const json& m) {
   return mask;
 }
 
+Ids ids_of(const json& t) {
+  Ids out{shape_of(t), {}};
+  for (const json& v : t.at("data")) out.data.push_back(v.get<int32_t>());
+  return out;
+}
+
+// A case field that may be absent (older fixture files) or null.
+const json& optional_field(const json& c, const char* name) {
+  static const json null_value;
+  return c.contains(name) ? c.at(name) : null_value;
+}
+
+attn::Causal causal_of(const json& value) {
+  if (value.is_boolean()) return value.get<bool>() ? attn::Causal::upper_left : attn::Causal::none;
+  if (value == "upperLeft") return attn::Causal::upper_left;
+  if (value == "lowerRight") return attn::Causal::lower_right;
+  throw std::runtime_error("fixture: unexpected isCausal " + value.dump());
+}
+
 json read(const std::string& file) {
   std::ifstream in(std::string(FIXTURES_DIR) + "/" + file);
   if (!in) throw std::runtime_error("cannot open fixture " + file);
@@ -77,11 +96,74 @@ std::vector<SdpaCase> load_sdpa_cases() {
     sc.output = tensor_of(c.at("output"));
     sc.weights = tensor_of(c.at("weights"));
     if (!c.at("attnMask").is_null()) sc.attn_mask = mask_of(c.at("attnMask"));
-    sc.is_causal = c.at("isCausal");
+    sc.causal = causal_of(c.at("isCausal"));
     if (!c.at("scale").is_null()) sc.scale = c.at("scale").get<float>();
+    sc.enable_gqa = optional_field(c, "enableGqa").is_boolean() && c.at("enableGqa").get<bool>();
+    if (const json& window = optional_field(c, "window"); !window.is_null()) sc.window = window.get<int64_t>();
+    if (const json& softcap = optional_field(c, "softcap"); !softcap.is_null()) sc.softcap = softcap.get<float>();
+    if (const json& alibi = optional_field(c, "alibi"); !alibi.is_null()) {
+      sc.alibi = true;
+      if (!alibi.is_boolean()) sc.alibi_slopes = tensor_of(alibi).data;
+    }
+    if (const json& ids = optional_field(c, "documentIds"); !ids.is_null()) {
+      sc.query_document_ids = sc.key_document_ids = ids_of(ids);
+      sc.shared_document_ids = true;
+    }
+    if (const json& ids = optional_field(c, "queryDocumentIds"); !ids.is_null()) sc.query_document_ids = ids_of(ids);
+    if (const json& ids = optional_field(c, "keyDocumentIds"); !ids.is_null()) sc.key_document_ids = ids_of(ids);
     cases.push_back(std::move(sc));
   }
   return cases;
+}
+
+attn::SdpaOptions SdpaCase::options() const {
+  attn::SdpaOptions options;
+  if (attn_mask) options.attn_mask = attn_mask->view(/*true_means_masked=*/false);
+  options.causal = causal;
+  options.scale = scale;
+  options.enable_gqa = enable_gqa;
+  options.window = window;
+  options.softcap = softcap;
+  options.alibi = alibi;
+  if (!alibi_slopes.empty()) {
+    options.alibi_slopes = alibi_slopes.data();
+    options.alibi_slope_count = static_cast<int64_t>(alibi_slopes.size());
+  }
+  if (query_document_ids) options.query_document_ids = query_document_ids->view();
+  if (key_document_ids) options.key_document_ids = key_document_ids->view();
+  options.shared_document_ids = shared_document_ids;
+  return options;
+}
+
+std::vector<RopeCase> load_rope_cases() {
+  std::vector<RopeCase> cases;
+  const json file = read("rope.json");
+  for (const json& c : file.at("cases")) {
+    RopeCase rc;
+    rc.name = c.at("name");
+    rc.x = tensor_of(c.at("x"));
+    rc.output = tensor_of(c.at("output"));
+    if (!c.at("positions").is_null()) {
+      rc.has_positions = true;
+      for (const json& p : c.at("positions")) rc.positions.push_back(p.get<int32_t>());
+    }
+    attn::RopeOptions& o = rc.stored_options;
+    if (!c.at("offset").is_null()) o.offset = c.at("offset").get<int64_t>();
+    if (!c.at("base").is_null()) o.base = number(c.at("base"));
+    if (!c.at("rotaryDim").is_null()) o.rotary_dim = c.at("rotaryDim").get<int64_t>();
+    o.interleaved = c.at("interleaved").get<bool>();
+    cases.push_back(std::move(rc));
+  }
+  return cases;
+}
+
+attn::RopeOptions RopeCase::options() const {
+  attn::RopeOptions o = stored_options;
+  if (has_positions) {
+    o.positions = positions.data();
+    o.position_count = static_cast<int64_t>(positions.size());
+  }
+  return o;
 }
 
 std::vector<attn::NamedTensor> ModuleCase::named_state_dict() const {

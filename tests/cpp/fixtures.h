@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "attention.h"
 #include "parameters.h"
 #include "tensor.h"
 
@@ -26,13 +27,40 @@ struct Mask {
   attn::MaskView view(bool true_means_masked) const;
 };
 
+struct Ids {
+  attn::Shape shape;
+  std::vector<int32_t> data;
+  attn::IdsView view() const { return {data.data(), shape}; }
+};
+
 struct SdpaCase {
   std::string name;
   Tensor query, key, value, output, weights;
   std::optional<Mask> attn_mask;
-  bool is_causal = false;
+  attn::Causal causal = attn::Causal::none;
   std::optional<float> scale;
+  bool enable_gqa = false;
+  std::optional<int64_t> window;
+  std::optional<float> softcap;
+  bool alibi = false;
+  std::vector<float> alibi_slopes;  // empty: Press et al.'s
+  std::optional<Ids> query_document_ids, key_document_ids;  // the same ids when shared
+  bool shared_document_ids = false;
+
+  attn::SdpaOptions options() const;
 };
+
+// A rope.json case: x, its RoPE options and the expected output.
+struct RopeCase {
+  std::string name;
+  Tensor x, output;
+  std::vector<int32_t> positions;  // empty: the default positions
+  bool has_positions = false;
+  attn::RopeOptions stored_options;  // all but the positions, which point into this case
+  attn::RopeOptions options() const;
+};
+
+std::vector<RopeCase> load_rope_cases();
 
 std::vector<SdpaCase> load_sdpa_cases();
 

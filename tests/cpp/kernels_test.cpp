@@ -145,6 +145,45 @@ TEST_CASE("scale_bias_max scales, adds the bias and returns the max", "[kernels]
       }
 }
 
+TEST_CASE("score_terms_max soft-caps, adds ALiBi and the bias, and returns the max", "[kernels]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (size_t n : kSizes)
+      for (float softcap : {0.0f, 2.5f, 30.0f})
+        for (float slope : {0.0f, 0.0625f, 0.7f})
+          for (bool with_bias : {false, true}) {
+            INFO(set->name << " n=" << n << " softcap=" << softcap << " slope=" << slope << " bias=" << with_bias);
+            std::vector<float> s = random_floats(n, 21, -40, 40), bias = random_floats(n, 22, -2, 2);
+            bias[n / 2] = -inf;  // a masked key
+            const std::vector<float> before = s;
+            // The row's first key lies 37 keys before the query's position (j0 - p_i = -37).
+            const attn::kernels::ScoreTerms terms{0.25f, softcap, slope, -37.0f};
+            const float max = set->score_terms_max(s.data(), with_bias ? bias.data() : nullptr, n, terms);
+            double want_max = -inf;
+            for (size_t j = 0; j < n; ++j) {
+              double want = before[j] * 0.25;
+              if (softcap > 0) want = softcap * std::tanh(want / softcap);
+              want += double(slope) * (-37.0 + double(j)) + (with_bias ? bias[j] : 0.0);
+              // tanh's float error (~1e-7 absolute) is scaled by the cap; ALiBi's terms reach ~130.
+              if (std::isinf(want))
+                REQUIRE(s[j] == want);
+              else
+                REQUIRE(std::fabs(s[j] - want) <= 1e-6 * (1.0 + softcap + std::fabs(want)));
+              want_max = std::max(want_max, want);
+            }
+            if (std::isinf(want_max))
+              REQUIRE(max == want_max);
+            else
+              REQUIRE(std::fabs(max - want_max) <= 1e-6 * (1.0 + softcap + std::fabs(want_max)));
+            for (size_t at : {size_t{0}, size_t{4}, n / 2, n - 1}) {  // NaN propagates from anywhere
+              if (at >= n) continue;
+              s = before;
+              s[at] = std::numeric_limits<float>::quiet_NaN();
+              REQUIRE(std::isnan(set->score_terms_max(s.data(), nullptr, n, terms)));
+            }
+          }
+}
+
 TEST_CASE("exp_sum exponentiates against the max, exp(-inf) = 0 exactly", "[kernels]") {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (size_t n : kSizes) {
@@ -220,6 +259,12 @@ TEST_CASE("every kernel set agrees with its scalar twin", "[kernels]") {
       std::vector<float> s1 = random_floats(n, 12, -10, 0), s2 = s1;
       REQUIRE(std::fabs(scalar.exp_sum(s1.data(), n, 0.0f) - set->exp_sum(s2.data(), n, 0.0f)) <= 1e-6f * n);
       for (size_t j = 0; j < n; ++j) REQUIRE(std::fabs(s1[j] - s2[j]) <= 2e-7f);
+      const attn::kernels::ScoreTerms terms{0.5f, 5.0f, 0.125f, -3.0f};
+      std::vector<float> t1 = random_floats(n, 23, -20, 20), t2 = t1;
+      const float max1 = scalar.score_terms_max(t1.data(), nullptr, n, terms);
+      const float max2 = set->score_terms_max(t2.data(), nullptr, n, terms);
+      REQUIRE(std::fabs(max1 - max2) <= 2e-6f);
+      for (size_t j = 0; j < n; ++j) REQUIRE(std::fabs(t1[j] - t2[j]) <= 2e-6f);
       const std::vector<float> w = random_floats(n, 16);
       scalar.tanh_scores(n, n, n, A.data(), n, B.data(), n, w.data(), C1.data(), n);
       set->tanh_scores(n, n, n, A.data(), n, B.data(), n, w.data(), C2.data(), n);

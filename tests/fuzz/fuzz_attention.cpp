@@ -126,7 +126,7 @@ void fuzz_sdpa(Input& in) {
   const Mask m = mask(in, 4);
   attn::SdpaOptions o;
   o.attn_mask = m.view(false);
-  o.is_causal = in.flag();
+  o.causal = in.flag() ? attn::Causal::upper_left : attn::Causal::none;
   if (in.flag()) o.scale = in.number();
   o.dropout_p = in.flag() ? in.number() : 0.0f;
   o.seed = in.byte();

@@ -164,6 +164,150 @@ const BAD_CALLS = {
     argument: /needWeights/,
     message: [],
   },
+  // v2 options. Heads are dim -3: q [1, 8, 3, 4] against k/v of 3 heads, which do not divide 8.
+  'an unknown isCausal alignment': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { isCausal: 'lowerLeft' }),
+    argument: /^isCausal$/,
+    message: ['"lowerLeft"', "'lowerRight'"],
+  },
+  'key/value heads that do not divide the query heads': {
+    call: (attn) => attn.scaledDotProductAttention(f32([1, 8, 3, 4]), f32([1, 3, 5, 4]), f32([1, 3, 5, 6]), { enableGqa: true }),
+    argument: /^key$/,
+    message: ['[1, 3, 5, 4]', 'Hkv', '8 heads'],
+  },
+  'fewer key/value heads without enableGqa': {
+    call: (attn) => attn.scaledDotProductAttention(f32([1, 8, 3, 4]), f32([1, 2, 5, 4]), f32([1, 2, 5, 6])),
+    argument: /^key$/,
+    message: ['[1, 2, 5, 4]', '[1, 8, m, 4]', 'enableGqa'],
+  },
+  'enableGqa on rank-2 inputs': {
+    call: (attn) => attn.scaledDotProductAttention(f32([3, 4]), f32([5, 4]), f32([5, 6]), { enableGqa: true }),
+    argument: /^enableGqa$/,
+    message: ['[3, 4]', 'rank 3'],
+  },
+  'window 0': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { window: 0 }),
+    argument: /^window$/,
+    message: ['got 0', 'integer'],
+  },
+  'a negative window': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { window: -4 }),
+    argument: /^window$/,
+    message: ['-4'],
+  },
+  'a fractional window': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { window: 2.5 }),
+    argument: /^window$/,
+    message: ['2.5'],
+  },
+  'softcap 0': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { softcap: 0 }),
+    argument: /^softcap$/,
+    message: ['positive finite', 'got 0'],
+  },
+  'a NaN softcap': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { softcap: NaN }),
+    argument: /^softcap$/,
+    message: ['NaN'],
+  },
+  'a softcap past float32': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { softcap: 1e300 }),
+    argument: /^softcap$/,
+    message: ['1e+300'],
+  },
+  'ALiBi slopes of the wrong length': {
+    call: (attn) => attn.scaledDotProductAttention(f32([1, 4, 3, 4]), f32([1, 4, 5, 4]), f32([1, 4, 5, 6]), { alibi: new Float32Array(3) }),
+    argument: /^alibi$/,
+    message: ['4 slopes', 'got 3 slopes'],
+  },
+  'ALiBi slopes as a Float64Array': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { alibi: new Float64Array(2) }),
+    argument: /^alibi$/,
+    message: ['Float64Array', 'Float32Array'],
+  },
+  'ALiBi on rank-2 inputs': {
+    call: (attn) => attn.scaledDotProductAttention(f32([3, 4]), f32([5, 4]), f32([5, 6]), { alibi: true }),
+    argument: /^alibi$/,
+    message: ['[3, 4]', 'rank 3'],
+  },
+  'documentIds with n != m': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { documentIds: { shape: [3], data: new Int32Array(3) } }),
+    argument: /^documentIds$/,
+    message: ['n = 3, m = 5', 'queryDocumentIds'],
+  },
+  'queryDocumentIds that do not broadcast': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, {
+      queryDocumentIds: { shape: [4], data: new Int32Array(4) }, keyDocumentIds: { shape: [5], data: new Int32Array(5) },
+    }),
+    argument: /^queryDocumentIds$/,
+    message: ['[4]', '[2, 3]'],
+  },
+  'keyDocumentIds that do not broadcast': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, {
+      queryDocumentIds: { shape: [3], data: new Int32Array(3) }, keyDocumentIds: { shape: [3, 5], data: new Int32Array(15) },
+    }),
+    argument: /^keyDocumentIds$/,
+    message: ['[3, 5]', '[2, 5]'],
+  },
+  'queryDocumentIds without keyDocumentIds': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, { queryDocumentIds: { shape: [3], data: new Int32Array(3) } }),
+    argument: /^keyDocumentIds$/,
+    message: ['queryDocumentIds', 'none'],
+  },
+  'document ids as a Float32Array': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, {
+      queryDocumentIds: { shape: [3], data: new Float32Array(3) }, keyDocumentIds: { shape: [5], data: new Int32Array(5) },
+    }),
+    argument: /^queryDocumentIds\.data$/,
+    message: ['Int32Array', 'Float32Array'],
+  },
+  'documentIds with queryDocumentIds': {
+    call: (attn) => attn.scaledDotProductAttention(query, key, value, {
+      documentIds: { shape: [3], data: new Int32Array(3) }, queryDocumentIds: { shape: [3], data: new Int32Array(3) },
+    }),
+    argument: /^documentIds$/,
+    message: ['keyDocumentIds'],
+  },
+  'an odd rotaryDim': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { rotaryDim: 5 }),
+    argument: /^rotaryDim$/,
+    message: ['even', 'got 5'],
+  },
+  'a rotaryDim past the head dim': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { rotaryDim: 10 }),
+    argument: /^rotaryDim$/,
+    message: ['[0, 8]', 'got 10'],
+  },
+  'an odd head dim without rotaryDim': {
+    call: (attn) => attn.rope(f32([2, 3, 7])),
+    argument: /^x$/,
+    message: ['[2, 3, 7]', 'even'],
+  },
+  'positions of the wrong length': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { positions: [0, 1] }),
+    argument: /^positions$/,
+    message: ['3 positions', 'got 2'],
+  },
+  'positions that are not integers': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { positions: [0, 1.5, 2] }),
+    argument: /^positions$/,
+    message: ['Int32Array'],
+  },
+  'positions with an offset': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { positions: [0, 1, 2], offset: 4 }),
+    argument: /^offset$/,
+    message: ['positions'],
+  },
+  'a RoPE base of 0': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { base: 0 }),
+    argument: /^base$/,
+    message: ['positive'],
+  },
+  'RoPE of a rank-1 tensor': {
+    call: (attn) => attn.rope(f32([8])),
+    argument: /^x$/,
+    message: ['[8]', 'L, d'],
+  },
 };
 
 function assertAttentionError(fn, { argument, message }) {

@@ -37,6 +37,11 @@ export function toMask(mask) {
   throw new Error(`fixture: unknown mask dtype ${mask.dtype}`);
 }
 
+/** Fixture ids (document ids) as an API ids tensor, or null. */
+function toIds(ids) {
+  return ids ? { shape: [...ids.shape], data: Int32Array.from(ids.data) } : null;
+}
+
 let cached;
 /** Every case of tests/fixtures/sdpa.json, decoded into API values. */
 export function loadFixtures() {
@@ -48,6 +53,13 @@ export function loadFixtures() {
     attnMask: toMask(c.attnMask),
     isCausal: c.isCausal,
     scale: c.scale,
+    enableGqa: c.enableGqa ?? false,
+    window: c.window ?? null,
+    softcap: c.softcap ?? null,
+    alibi: c.alibi === true || c.alibi == null ? c.alibi ?? null : toTensor(c.alibi).data,
+    documentIds: toIds(c.documentIds),
+    queryDocumentIds: toIds(c.queryDocumentIds),
+    keyDocumentIds: toIds(c.keyDocumentIds),
     output: toTensor(c.output),
     weights: toTensor(c.weights),
   }));
@@ -65,6 +77,9 @@ export function fixtureOptions(c, extra = {}) {
   const opts = { isCausal: c.isCausal, ...extra };
   if (c.attnMask) opts.attnMask = c.attnMask;
   if (c.scale !== null) opts.scale = c.scale;
+  if (c.enableGqa) opts.enableGqa = true;
+  for (const option of ['window', 'softcap', 'alibi', 'documentIds', 'queryDocumentIds', 'keyDocumentIds'])
+    if (c[option] !== null) opts[option] = c[option];
   return opts;
 }
 
