@@ -156,7 +156,8 @@ Status scaled_dot_product_attention(const TensorView& query, const TensorView& k
     }
   }
   if (options.softcap) blocks.softcap = *options.softcap;
-  if (options.enable_gqa && key.shape.at_end(3) > 0) blocks.kv_group = query.shape.at_end(3) / key.shape.at_end(3);
+  // No query heads (found by the fuzzer) leave nothing to group: a group of 0 would divide by 0.
+  if (options.enable_gqa && query.shape.at_end(3) > 0) blocks.kv_group = query.shape.at_end(3) / key.shape.at_end(3);
 
   blocks.query = query.data;
   blocks.key = key.data;

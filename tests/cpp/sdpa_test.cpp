@@ -327,6 +327,14 @@ TEST_CASE("invalid v2 options name the argument, the expected and the given", "[
         "keyDocumentIds: expected ids given with queryDocumentIds, got none");
 }
 
+TEST_CASE("grouped heads with no query heads but some key/value heads (fuzzer regression)", "[sdpa][regression]") {
+  const auto k = random_tensor({2, 3, 5, 4}, 60), v = random_tensor({2, 3, 5, 4}, 61);
+  attn::SdpaOptions options;
+  options.enable_gqa = true;
+  const Result r = run({nullptr, {2, 0, 4, 4}}, k.view(), v.view(), options, true);
+  CHECK(r.status.ok());
+}
+
 TEST_CASE("d = 0 gives uniform weights, not 0 * inf = NaN (fuzzer regression)", "[sdpa][regression]") {
   const std::vector<float> none;
   attn::SdpaOptions options;

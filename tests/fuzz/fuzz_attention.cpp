@@ -121,15 +121,51 @@ bool moderate(const std::vector<const Tensor*>& tensors, const Mask& m, const at
   return !o.scale || std::fabs(*o.scale) < kLimit;
 }
 
+struct Ids {
+  attn::Shape shape;
+  std::vector<int32_t> data;
+  attn::IdsView view() const { return {safe_numel(shape) ? data.data() : nullptr, shape}; }
+};
+
+Ids ids(Input& in, int max_rank) {
+  Ids ids{in.shape(max_rank), {}};
+  ids.data.resize(safe_numel(ids.shape));
+  for (int32_t& id : ids.data) id = in.byte() % 3;
+  return ids;
+}
+
 void fuzz_sdpa(Input& in) {
   const Tensor q = tensor(in, 4), k = tensor(in, 4), v = tensor(in, 4);
   const Mask m = mask(in, 4);
   attn::SdpaOptions o;
   o.attn_mask = m.view(false);
-  o.causal = in.flag() ? attn::Causal::upper_left : attn::Causal::none;
+  o.causal = static_cast<attn::Causal>(in.byte() % 3);
   if (in.flag()) o.scale = in.number();
   o.dropout_p = in.flag() ? in.number() : 0.0f;
   o.seed = in.byte();
+  // The v2 options: each sometimes present, sometimes invalid.
+  o.enable_gqa = in.flag();
+  if (in.flag()) o.window = static_cast<int64_t>(in.byte() % 9) - 1;
+  if (in.flag()) o.softcap = in.number();
+  std::vector<float> slopes(in.byte() % 5);
+  for (float& slope : slopes) slope = in.number();
+  o.alibi = in.flag();
+  if (o.alibi && in.flag()) {
+    o.alibi_slopes = slopes.data();
+    o.alibi_slope_count = static_cast<int64_t>(slopes.size());
+  }
+  const Ids query_ids = ids(in, 3), key_ids = ids(in, 3);
+  switch (in.byte() % 3) {
+    case 1:
+      o.query_document_ids = o.key_document_ids = query_ids.view();
+      o.shared_document_ids = true;
+      break;
+    case 2:
+      o.query_document_ids = query_ids.view();
+      o.key_document_ids = key_ids.view();
+      break;
+    default: break;
+  }
   if (!attn::check_scaled_dot_product_attention(q.shape, k.shape, v.shape, o).ok()) {
     std::vector<float> out(1);
     if (attn::scaled_dot_product_attention(q.view(), k.view(), v.view(), o, out.data(), nullptr).ok()) std::abort();

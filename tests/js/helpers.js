@@ -66,6 +66,19 @@ export function loadFixtures() {
   return cached;
 }
 
+let ropeCases;
+/** Every case of tests/fixtures/rope.json: { name, x, opts (attn.rope's options), output }. */
+export function loadRopeFixtures() {
+  const path = fileURLToPath(new URL('../fixtures/rope.json', import.meta.url));
+  ropeCases ??= JSON.parse(readFileSync(path, 'utf8')).cases.map((c) => {
+    const opts = { interleaved: c.interleaved };
+    if (c.positions !== null) opts.positions = Int32Array.from(c.positions);
+    for (const option of ['offset', 'base', 'rotaryDim']) if (c[option] !== null) opts[option] = c[option];
+    return { name: c.name, x: toTensor(c.x), opts, output: toTensor(c.output) };
+  });
+  return ropeCases;
+}
+
 export function fixture(name) {
   const found = loadFixtures().find((c) => c.name === name);
   if (!found) throw new Error(`no fixture case named ${name}`);

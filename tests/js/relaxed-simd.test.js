@@ -73,7 +73,7 @@ test(`with ${RELAXED_FLAG}, init() picks the relaxed builds unless told not to`,
 });
 
 test(`the PyTorch fixture suites pass on the relaxed builds (${RELAXED_FLAG})`, async () => {
-  const suites = ['tests/js/sdpa.test.js', 'tests/js/modules.test.js', 'tests/js/masks.test.js'];
+  const suites = ['tests/js/sdpa.test.js', 'tests/js/modern-sdpa.test.js', 'tests/js/modules.test.js', 'tests/js/masks.test.js'];
   // Without NODE_TEST_CONTEXT (set for this file's process), the child reports as a runner of its own.
   const { NODE_TEST_CONTEXT, ...env } = process.env;
   const { stdout } = await run(process.execPath, [RELAXED_FLAG, '--test', '--test-reporter=tap', ...suites], {

@@ -55,6 +55,14 @@ attn.scaledDotProductAttention(q, q, q, { attnMask: { data: new Int32Array(16), 
 attn.scaledDotProductAttention(q, q, q, { attnMask: { data: [1, 0, 1, 1], shape: [2, 2] } });
 // @ts-expect-error a mask is { data, shape }, not a bare Uint8Array
 attn.scaledDotProductAttention(q, q, q, { attnMask: new Uint8Array(16) });
+// @ts-expect-error isCausal names an alignment, not any string
+attn.scaledDotProductAttention(q, q, q, { isCausal: 'lowerLeft' });
+// @ts-expect-error document ids are an Int32Array
+attn.scaledDotProductAttention(q, q, q, { documentIds: { data: new Float32Array(4), shape: [4] } });
+// @ts-expect-error ALiBi slopes are a Float32Array
+attn.scaledDotProductAttention(q, q, q, { alibi: [0.5, 0.25] });
+// @ts-expect-error rope's positions are integers, not strings
+attn.rope(q, { positions: ['0', '1'] });
 // @ts-expect-error without needWeights the weights are null
 attn.scaledDotProductAttention(q, q, q).weights.shape;
 // @ts-expect-error needWeights: false gives null weights

@@ -11,12 +11,14 @@ import {
   type BuildName,
   type Features,
   type FloatMask,
+  type IdsTensor,
   type InitOptions,
   type Mask,
   type MultiheadAttention,
   type MultiheadAttentionForwardOptions,
   type RelativeMultiHeadAttention,
   type ResultTensor,
+  type RopeOptions,
   type SdpaOptions,
   type SelfAttention,
   type StateDict,
@@ -85,6 +87,15 @@ const sdpaOptions: SdpaOptions = { needWeights: Math.random() > 0.5 };
 const maybe = attn.scaledDotProductAttention(q, k, v, sdpaOptions);
 if (maybe.weights !== null) console.log(maybe.weights.shape);
 const maybeShape: number[] | undefined = maybe.weights?.shape;
+// The v2 options: grouped heads, alignments, window, soft cap, ALiBi, documents; and RoPE.
+const ids: IdsTensor = { data: Int32Array.of(0, 0, 1, 1), shape: [4] };
+attn.scaledDotProductAttention(q, k, v, { enableGqa: true, isCausal: 'lowerRight', window: 4, softcap: 50, alibi: true });
+attn.scaledDotProductAttention(q, k, v, { isCausal: 'upperLeft', alibi: new Float32Array(2), documentIds: ids });
+attn.scaledDotProductAttention(q, k, v, { queryDocumentIds: ids, keyDocumentIds: null });
+const ropeOptions: RopeOptions = { positions: [3, 4], base: 500000, rotaryDim: 4, interleaved: true };
+const rotated: ResultTensor = attn.rope(q, ropeOptions);
+attn.rope(q, { positions: Int32Array.of(0, 1), offset: 2 });
+const rotatedShape: number[] = rotated.shape;
 // A shape written `as const` is accepted.
 attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);
 
