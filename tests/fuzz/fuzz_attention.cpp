@@ -118,6 +118,8 @@ bool moderate(const std::vector<const Tensor*>& tensors, const Mask& m, const at
       if (!(std::fabs(x) < kLimit)) return false;
   for (float x : m.floats)
     if (!(std::fabs(x) < kLimit || x == -INFINITY)) return false;
+  for (int64_t h = 0; h < o.alibi_slope_count; ++h)
+    if (!(std::fabs(o.alibi_slopes[h]) < kLimit)) return false;
   return !o.scale || std::fabs(*o.scale) < kLimit;
 }
 
