@@ -411,6 +411,17 @@ export interface Attention {
   readonly AdditiveAttention: new (querySize: number, keySize: number, hiddenSize: number, opts?: ModuleOptions) => AdditiveAttention;
   /** `new attn.RelativeMultiHeadAttention(heads, dModel, opts?)`; dModel divisible by heads. */
   readonly RelativeMultiHeadAttention: new (heads: number, dModel: number, opts?: RelativeMultiHeadAttentionOptions) => RelativeMultiHeadAttention;
+  /**
+   * The tensors of a `.safetensors` file (Hugging Face's format) as float32, in the order its
+   * header lists them: names to `{ data, shape }` (a scalar's shape is `[]`), ready for any
+   * module's `loadStateDict(sd, { prefix })`. `F32`, `F16` (IEEE half, subnormals, ±Inf and NaN
+   * included) and `BF16` are read; `__metadata__` is not a tensor. `bytes` is the whole file: an
+   * `ArrayBuffer`, a `Uint8Array` at any offset, or a Node `Buffer`. A malformed file (header
+   * size, JSON, a tensor's dtype, shape or data offsets, tensors that overlap or leave gaps in
+   * the data, as the reference implementation checks) throws an `AttentionError` naming what is
+   * wrong (`bytes`, or `bytes: tensor 'name'…`); nothing past `bytes` is read.
+   */
+  loadSafetensors(bytes: ArrayBuffer | Uint8Array): Map<string, ResultTensor>;
   /** Heap size of this instance and the number of modules not yet disposed. */
   stats(): Stats;
   /**
