@@ -189,6 +189,16 @@ export interface AttentionResult<W extends ResultTensor | null = ResultTensor | 
 /** A PyTorch `state_dict()`: names to tensors, as an object or a Map. */
 export type StateDict = Readonly<Record<string, Tensor>> | ReadonlyMap<string, Tensor>;
 
+export interface LoadStateDictOptions {
+  /**
+   * Read only the entries whose names start with this (e.g. `'layers.0.self_attn.'`), as the names
+   * that follow it; the rest of the state dict is ignored, so a whole model's tensors (as
+   * `loadSafetensors` returns them) can be given. Errors name the full key, prefix included.
+   * Default `''`: every entry is read, and any entry the module does not have is an error.
+   */
+  prefix?: string;
+}
+
 /** What every module shares. Modules start in eval mode (an inference library). */
 export interface AttentionModule {
   /** Whether dropout is active: false until `train()`. */
@@ -198,7 +208,7 @@ export interface AttentionModule {
    * Missing, extra or mis-shaped entries throw an `AttentionError` naming the entry; nothing
    * changes then. Must be called before `forward`. Returns this.
    */
-  loadStateDict(stateDict: StateDict): this;
+  loadStateDict(stateDict: StateDict, opts?: LoadStateDictOptions): this;
   /** Training mode (dropout on) when `mode` is true (the default), else eval mode. Returns this. */
   train(mode?: boolean): this;
   /** Eval mode: dropout off. Returns this. */
