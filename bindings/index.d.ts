@@ -189,6 +189,16 @@ export interface AttentionResult<W extends ResultTensor | null = ResultTensor | 
 /** A PyTorch `state_dict()`: names to tensors, as an object or a Map. */
 export type StateDict = Readonly<Record<string, Tensor>> | ReadonlyMap<string, Tensor>;
 
+export interface LoadStateDictOptions {
+  /**
+   * Read only the entries whose names start with this (e.g. `'layers.0.self_attn.'`), as the names
+   * that follow it; the rest of the state dict is ignored, so a whole model's tensors (as
+   * `loadSafetensors` returns them) can be given. Errors name the full key, prefix included.
+   * Default `''`: every entry is read, and any entry the module does not have is an error.
+   */
+  prefix?: string;
+}
+
 /** What every module shares. Modules start in eval mode (an inference library). */
 export interface AttentionModule {
   /** Whether dropout is active: false until `train()`. */
@@ -198,7 +208,7 @@ export interface AttentionModule {
    * Missing, extra or mis-shaped entries throw an `AttentionError` naming the entry; nothing
    * changes then. Must be called before `forward`. Returns this.
    */
-  loadStateDict(stateDict: StateDict): this;
+  loadStateDict(stateDict: StateDict, opts?: LoadStateDictOptions): this;
   /** Training mode (dropout on) when `mode` is true (the default), else eval mode. Returns this. */
   train(mode?: boolean): this;
   /** Eval mode: dropout off. Returns this. */
@@ -411,6 +421,17 @@ export interface Attention {
   readonly AdditiveAttention: new (querySize: number, keySize: number, hiddenSize: number, opts?: ModuleOptions) => AdditiveAttention;
   /** `new attn.RelativeMultiHeadAttention(heads, dModel, opts?)`; dModel divisible by heads. */
   readonly RelativeMultiHeadAttention: new (heads: number, dModel: number, opts?: RelativeMultiHeadAttentionOptions) => RelativeMultiHeadAttention;
+  /**
+   * The tensors of a `.safetensors` file (Hugging Face's format) as float32, in the order its
+   * header lists them: names to `{ data, shape }` (a scalar's shape is `[]`), ready for any
+   * module's `loadStateDict(sd, { prefix })`. `F32`, `F16` (IEEE half, subnormals, ±Inf and NaN
+   * included) and `BF16` are read; `__metadata__` is not a tensor. `bytes` is the whole file: an
+   * `ArrayBuffer`, a `Uint8Array` at any offset, or a Node `Buffer`. A malformed file (header
+   * size, JSON, a tensor's dtype, shape or data offsets, tensors that overlap or leave gaps in
+   * the data, as the reference implementation checks) throws an `AttentionError` naming what is
+   * wrong (`bytes`, or `bytes: tensor 'name'…`); nothing past `bytes` is read.
+   */
+  loadSafetensors(bytes: ArrayBuffer | Uint8Array): Map<string, ResultTensor>;
   /** Heap size of this instance and the number of modules not yet disposed. */
   stats(): Stats;
   /**

@@ -5,6 +5,7 @@ import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createModuleClasses } from './modules.js';
 import { maskType, Runtime, throwIfFailed } from './runtime.js';
+import { loadSafetensors } from './safetensors.js';
 import { checkBoolean, checkIds, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, MAX_DIM } from './validate.js';
 
 export { AttentionError };
@@ -90,6 +91,14 @@ class Attention {
     this.masks = createMasks(runtime);
     Object.assign(this, createModuleClasses(runtime));
     Object.freeze(this);
+  }
+
+  /**
+   * The tensors of a .safetensors file (F32, F16, BF16) as float32, in the header's order: a Map
+   * from names to { data, shape }, ready for any module's loadStateDict.
+   */
+  loadSafetensors(bytes) {
+    return loadSafetensors(bytes);
   }
 
   /** Heap size of this instance and the number of modules not yet disposed. */

@@ -51,6 +51,12 @@ function expose(module, values) {
   for (const [key, value] of Object.entries(values)) Object.defineProperty(module, key, { value, enumerable: true });
 }
 
+// The core knows the entries by their names under the prefix; its errors name the keys as given.
+function withPrefix(status, prefix) {
+  if (!status || !prefix) return status;
+  return { ...status, argument: status.argument.replace("stateDict['", () => `stateDict['${prefix}`) };
+}
+
 class AttentionModule {
   constructor(runtime, name, handle, seed) {
     if (typeof handle !== 'number') throwIfFailed(handle);
@@ -77,13 +83,22 @@ class AttentionModule {
     return this.train(false);
   }
 
-  /** Loads PyTorch state_dict() entries: { name: { data: Float32Array, shape } } or a Map. */
-  loadStateDict(stateDict) {
+  /**
+   * Loads PyTorch state_dict() entries: { name: { data: Float32Array, shape } } or a Map. With
+   * `opts.prefix` only the entries whose names start with it are read, as the names that follow it.
+   */
+  loadStateDict(stateDict, opts) {
     const { runtime, handle } = live(this);
     const isMap = stateDict instanceof Map;
     if (!isMap && (stateDict === null || typeof stateDict !== 'object' || Array.isArray(stateDict) || ArrayBuffer.isView(stateDict)))
       throw new AttentionError('stateDict', 'an object mapping state_dict() names to tensors', describe(stateDict));
-    const entries = isMap ? [...stateDict.entries()] : Object.entries(stateDict);
+    opts = checkOptions(opts, ['prefix']);
+    const prefix = opts.prefix === undefined ? '' : opts.prefix;
+    if (typeof prefix !== 'string') throw new AttentionError('prefix', 'a string', describe(prefix));
+    const given = isMap ? [...stateDict.entries()] : Object.entries(stateDict);
+    const nonString = given.find(([name]) => typeof name !== 'string');
+    if (nonString) throw new AttentionError('stateDict', 'a Map whose keys are state_dict() names (strings)', `the key ${describe(nonString[0])}`);
+    const entries = given.filter(([name]) => name.startsWith(prefix));
     entries.forEach(([name, tensor]) => checkTensor(tensor, `stateDict['${name}']`));
     runtime.invoke(
       entries.map(([name, tensor]) => [tensor.data, `stateDict['${name}']`]),
@@ -93,7 +108,8 @@ class AttentionModule {
           entries.map(([name, tensor]) => [tensor.shape, `stateDict['${name}']`, 'the shape PyTorch gives it']),
           heap.alloc(Math.max(entries.length, 1) * 4 * (1 + runtime.maxRank), 'stateDict shapes'),
         );
-        return runtime.wasm._moduleLoadStateDict(handle, entries.map(([name]) => name), pointers, shapes);
+        const names = entries.map(([name]) => name.slice(prefix.length));
+        return withPrefix(runtime.wasm._moduleLoadStateDict(handle, names, pointers, shapes), prefix);
       },
     );
     return this;

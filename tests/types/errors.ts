@@ -111,6 +111,12 @@ mha.forward(q, q, q, { needWeights: false }).weights.shape;
 mha.loadStateDict({ in_proj_weight: { data: [0, 1], shape: [2] } });
 // @ts-expect-error a state dict is an object or Map of tensors, not an array
 mha.loadStateDict([tensor([24, 8])]);
+// @ts-expect-error the prefix is a string
+mha.loadStateDict({}, { prefix: 0 });
+// @ts-expect-error misspelt option (prefix)
+mha.loadStateDict({}, { prefx: 'layers.0.' });
+// @ts-expect-error loadSafetensors takes the file's bytes, not its name
+attn.loadSafetensors('model.safetensors');
 // @ts-expect-error constructor arguments are read-only
 mha.embedDim = 16;
 // @ts-expect-error training is switched with train() / eval()

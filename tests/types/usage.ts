@@ -13,6 +13,7 @@ import {
   type FloatMask,
   type IdsTensor,
   type InitOptions,
+  type LoadStateDictOptions,
   type Mask,
   type MultiheadAttention,
   type MultiheadAttentionForwardOptions,
@@ -131,6 +132,13 @@ const stateDict: StateDict = {
 };
 const asMap: StateDict = new Map(Object.entries(stateDict));
 const loaded: MultiheadAttention = mha.loadStateDict(stateDict).loadStateDict(asMap);
+// A whole model's tensors, of which one layer's attention is read.
+const file: Map<string, ResultTensor> = attn.loadSafetensors(new Uint8Array(8));
+attn.loadSafetensors(new ArrayBuffer(8));
+const fileShape: number[] | undefined = file.get('layers.0.attn.in_proj_weight')?.shape;
+mha.loadStateDict(file, { prefix: 'layers.0.attn.' }).loadStateDict(stateDict, {});
+const loadOptions: LoadStateDictOptions = { prefix: '' };
+mha.loadStateDict(asMap, loadOptions);
 const x = tensor([4, 2, 8]); // (L, N, E)
 const self = mha.forward(x); // key = value = query; weights by default
 const avgShape: number[] = self.weights.shape; // [N, n, m]

@@ -1,0 +1,206 @@
+// Reading the .safetensors format (huggingface/safetensors): an 8-byte little-endian header size N,
+// N bytes of UTF-8 JSON `{ name: { dtype, shape, data_offsets: [begin, end] }, __metadata__? }`,
+// then the tensors' bytes, offsets counted from the end of the header. What counts as malformed
+// follows the reference implementation (safetensors/src/tensor.rs: read_metadata, Metadata::validate).
+import { AttentionError, describe, shapeString } from './errors.js';
+import { checkShape, numel } from './validate.js';
+
+const HEADER_SIZE_BYTES = 8;
+// The reference's MAX_HEADER_SIZE: a header size above it is refused before anything is decoded.
+const MAX_HEADER_BYTES = 100_000_000;
+const METADATA_KEY = '__metadata__';
+
+// IEEE 754 binary16: a sign bit, 5 exponent bits (bias 15), 10 fraction bits.
+function halfToFloat(bits) {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >> 10) & 0x1f;
+  const fraction = bits & 0x3ff;
+  if (exponent === 0x1f) return fraction ? NaN : sign * Infinity;
+  if (exponent === 0) return sign * fraction * 2 ** -24; // ±0 and the subnormals
+  return sign * (0x400 + fraction) * 2 ** (exponent - 25);
+}
+
+// Each dtype read here: its elements are read as unsigned words of its size, then become float32
+// bit for bit (F32; BF16, the upper half of a float32) or by value (F16). Plain loops: `from` with
+// a mapping function is about ten times slower on large tensors.
+const DTYPES = new Map([
+  ['F32', { Words: Uint32Array, toFloats: (words) => new Float32Array(words.slice().buffer) }], // a copy, never a view of the caller's bytes
+  ['F16', { Words: Uint16Array, toFloats: halvesToFloats }],
+  ['BF16', { Words: Uint16Array, toFloats: bfloat16sToFloats }],
+]);
+
+function halvesToFloats(words) {
+  const floats = new Float32Array(words.length);
+  for (let i = 0; i < words.length; i++) floats[i] = halfToFloat(words[i]);
+  return floats;
+}
+
+function bfloat16sToFloats(words) {
+  const bits = new Uint32Array(words.length);
+  for (let i = 0; i < words.length; i++) bits[i] = words[i] << 16;
+  return new Float32Array(bits.buffer);
+}
+
+// The reference's other dtypes: real ones, refused as not supported rather than unknown.
+const OTHER_DTYPES = [
+  'BOOL', 'U8', 'I8', 'I16', 'U16', 'I32', 'U32', 'I64', 'U64', 'F64', 'C64',
+  'F4', 'F6_E2M3', 'F6_E3M2', 'F8_E5M2', 'F8_E4M3', 'F8_E8M0', 'F8_E4M3FNUZ', 'F8_E5M2FNUZ',
+];
+
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
+// `count` words of `Words` at `begin` of `bytes`, in the engine's byte order. A typed-array view
+// needs an offset that is a multiple of its element size (and the file's byte order); DataView
+// needs neither. The format promises no alignment (a header size need not be a multiple of 8, and
+// the caller's Uint8Array may start anywhere in its buffer), so misaligned data is not an error:
+// it is copied through a DataView instead of viewed.
+function readWords(bytes, begin, count, Words) {
+  const offset = bytes.byteOffset + begin;
+  const size = Words.BYTES_PER_ELEMENT;
+  if (LITTLE_ENDIAN && offset % size === 0) return new Words(bytes.buffer, offset, count);
+  const view = new DataView(bytes.buffer, offset, count * size);
+  const words = new Words(count);
+  if (size === 2) for (let i = 0; i < count; i++) words[i] = view.getUint16(2 * i, true);
+  else for (let i = 0; i < count; i++) words[i] = view.getUint32(4 * i, true);
+  return words;
+}
+
+function asBytes(bytes) {
+  if (bytes instanceof Uint8Array) return bytes; // Node's Buffer included
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  throw new AttentionError('bytes', 'an ArrayBuffer, Uint8Array or Buffer holding a .safetensors file', describe(bytes));
+}
+
+// The header's top-level names in file order. JSON.parse keeps one of repeated names and moves
+// names that read as array indices ("0", "12") to the front, so the order is read from the text
+// itself (valid JSON by now): a string at depth 1 followed by a colon is a name.
+function namesInFileOrder(text) {
+  const names = [];
+  const colon = /[ \t\n\r]*:/y;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    else if (c === '"') {
+      const start = i;
+      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      colon.lastIndex = i + 1;
+      if (depth === 1 && colon.test(text)) names.push(JSON.parse(text.slice(start, i + 1)));
+    }
+  }
+  return names;
+}
+
+function parseHeader(headerBytes) {
+  let text;
+  try {
+    // ignoreBOM keeps a byte-order mark in the text, where JSON.parse refuses it, as the reference does.
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(headerBytes);
+  } catch {
+    throw new AttentionError('bytes', 'a header of UTF-8 JSON', 'bytes that are not UTF-8');
+  }
+  let header;
+  try {
+    header = JSON.parse(text);
+  } catch (error) {
+    throw new AttentionError('bytes', 'a header of UTF-8 JSON', `invalid JSON (${error.message})`);
+  }
+  if (header === null || typeof header !== 'object' || Array.isArray(header))
+    throw new AttentionError('bytes', 'a header that is a JSON object of tensors', describe(header));
+  const names = namesInFileOrder(text);
+  const seen = new Set();
+  for (const name of names) {
+    if (seen.has(name)) throw new AttentionError('bytes', 'each tensor named once in the header', `'${name}' more than once`);
+    seen.add(name);
+  }
+  return { header, names };
+}
+
+function checkMetadata(metadata) {
+  const ok = metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) && Object.values(metadata).every((v) => typeof v === 'string');
+  if (!ok) throw new AttentionError(`bytes: ${METADATA_KEY}`, 'an object of strings', describe(metadata));
+}
+
+function checkDtype(dtype, argument) {
+  if (DTYPES.has(dtype)) return dtype;
+  const supported = `one of ${[...DTYPES.keys()].join(', ')}`;
+  if (OTHER_DTYPES.includes(dtype)) throw new AttentionError(argument, supported, `${dtype}, which is not supported`);
+  throw new AttentionError(argument, supported, typeof dtype === 'string' ? `the unknown dtype ${describe(dtype)}` : describe(dtype));
+}
+
+function checkOffsets(offsets, argument, dataLength) {
+  const ok = Array.isArray(offsets) && offsets.length === 2 && offsets.every(Number.isSafeInteger) && offsets[0] >= 0 && offsets[0] <= offsets[1];
+  if (!ok) throw new AttentionError(argument, '[begin, end]: integers with 0 ≤ begin ≤ end', describe(offsets));
+  if (offsets[1] > dataLength) throw new AttentionError(argument, `an end within the ${dataLength} bytes of data`, shapeString(offsets));
+  return offsets;
+}
+
+// One header entry, checked: { name, dtype, shape, begin, end }.
+function readEntry(name, info, dataLength) {
+  const argument = `bytes: tensor '${name}'`;
+  if (info === null || typeof info !== 'object' || Array.isArray(info))
+    throw new AttentionError(argument, '{ dtype, shape, data_offsets }', describe(info));
+  const dtype = checkDtype(info.dtype, `${argument}.dtype`);
+  const shape = checkShape(info.shape, argument);
+  const [begin, end] = checkOffsets(info.data_offsets, `${argument}.data_offsets`, dataLength);
+  const elementBytes = DTYPES.get(dtype).Words.BYTES_PER_ELEMENT;
+  const bytes = numel(shape) * elementBytes;
+  if (end - begin !== bytes)
+    throw new AttentionError(`${argument}.data_offsets`, `${bytes} bytes (${dtype} ${shapeString(shape)}: ${elementBytes} bytes per element)`, `${end - begin} bytes ${shapeString([begin, end])}`);
+  return { name, dtype, shape, begin, end };
+}
+
+// As the reference (Metadata::validate, then read_metadata's size check): sorted by offsets, each
+// tensor begins where the previous one ends and the last ends where the file ends, so the tensors
+// cover the data exactly: no overlaps, no holes, no trailing bytes.
+function checkCoverage(entries, dataLength) {
+  const byOffset = [...entries].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let previous = null;
+  for (const entry of byOffset) {
+    const end = previous ? previous.end : 0;
+    const argument = `bytes: tensor '${entry.name}'.data_offsets`;
+    const got = shapeString([entry.begin, entry.end]);
+    if (entry.begin < end)
+      throw new AttentionError(argument, `bytes no other tensor has (tensor '${previous.name}' has ${shapeString([previous.begin, previous.end])})`, `${got}, which overlaps it`);
+    if (entry.begin > end) {
+      const where = previous ? `tensor '${previous.name}' ends` : 'the data begins';
+      throw new AttentionError(argument, `to begin at ${end}, where ${where} (the format leaves no gaps)`, got);
+    }
+    previous = entry;
+  }
+  const end = previous ? previous.end : 0;
+  if (end !== dataLength)
+    throw new AttentionError('bytes', `data that ends where its last tensor ends, ${end} bytes after the header`, `${dataLength} bytes of data`);
+}
+
+/**
+ * The tensors of a .safetensors file, in the header's order: name → { data: Float32Array, shape }.
+ * `bytes`: an ArrayBuffer, a Uint8Array (any byteOffset) or a Node Buffer. Throws an
+ * AttentionError naming what is malformed; nothing past `bytes` is read.
+ */
+export function loadSafetensors(bytes) {
+  const file = asBytes(bytes);
+  if (file.length < HEADER_SIZE_BYTES)
+    throw new AttentionError('bytes', `a .safetensors file: at least the ${HEADER_SIZE_BYTES} bytes of its header size`, `${file.length} bytes`);
+  const headerBytes = new DataView(file.buffer, file.byteOffset, HEADER_SIZE_BYTES).getBigUint64(0, true);
+  if (headerBytes > BigInt(MAX_HEADER_BYTES))
+    throw new AttentionError('bytes', `a header size of at most ${MAX_HEADER_BYTES} bytes (the reference implementation's limit)`, `${headerBytes}`);
+  const headerEnd = HEADER_SIZE_BYTES + Number(headerBytes);
+  if (headerEnd > file.length)
+    throw new AttentionError('bytes', `${headerBytes} bytes of header after the ${HEADER_SIZE_BYTES}-byte size, as it says`, `${file.length - HEADER_SIZE_BYTES} bytes after the size`);
+  const { header, names } = parseHeader(file.subarray(HEADER_SIZE_BYTES, headerEnd));
+  const data = file.subarray(headerEnd);
+  const entries = [];
+  for (const name of names) {
+    if (name === METADATA_KEY) checkMetadata(header[name]);
+    else entries.push(readEntry(name, header[name], data.length));
+  }
+  checkCoverage(entries, data.length);
+  return new Map(
+    entries.map(({ name, dtype, shape, begin }) => {
+      const { Words, toFloats } = DTYPES.get(dtype);
+      return [name, { data: toFloats(readWords(data, begin, numel(shape), Words)), shape }];
+    }),
+  );
+}
