@@ -15,5 +15,12 @@ fi
 if [ ! -d "$root/bench/node_modules" ]; then
   npm ci --prefix "$root/bench" --no-audit --no-fund
 fi
+# `--sdpa-options` first runs bench/sdpa-options.mjs (the v2 options: window, grouped heads, ALiBi,
+# soft cap, documents) with the remaining arguments instead.
+script="$root/bench/attention.mjs"
+if [ "${1:-}" = --sdpa-options ]; then
+  script="$root/bench/sdpa-options.mjs"
+  shift
+fi
 # Node 20 runs relaxed SIMD (the ours-relaxed rows) only behind this flag; the peers are unaffected.
-exec node --experimental-wasm-relaxed-simd "$root/bench/attention.mjs" "$@"
+exec node --experimental-wasm-relaxed-simd "$script" "$@"

@@ -29,6 +29,17 @@ const commands = {
     return { output: results.out.data, ms, numThreads: ort.env.wasm.numThreads };
   },
 
+  // Loads given model bytes with named float32 feeds ({ name: { data, dims } }), runs it once:
+  // the output named `output`, for the correctness check.
+  async prepareModel({ model, feeds, output }) {
+    await release();
+    const session = await ort.InferenceSession.create(model, sessionOptions);
+    const tensors = Object.fromEntries(Object.entries(feeds).map(([name, { data, dims }]) => [name, new ort.Tensor('float32', data, dims)]));
+    current = { session, feeds: tensors };
+    const [results, ms] = await timeOnce(() => session.run(tensors));
+    return { output: results[output].data, ms };
+  },
+
   async measure({ plan, firstRunMs }) {
     const { session, feeds } = current;
     return measure(() => session.run(feeds), plan, { firstRunMs });

@@ -272,6 +272,16 @@ float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scal
   });
 }
 
+// tanh(x) = sign(x) · (1 − e) / (1 + e) with e = exp(−2|x|) ≤ 1, through the fast exp of
+// non-positive arguments: a third of the cost of tanh_f32x4 (the soft cap measured 39 % over plain
+// causal with it). ±1 exactly past |x| = 44 (e = 0), absolute error ~1e-7, NaN stays NaN.
+inline v128_t tanh_fast_f32x4(v128_t x) {
+  const v128_t one = wasm_f32x4_splat(1.0f);
+  const v128_t e = exp_nonpositive_f32x4(wasm_f32x4_mul(wasm_f32x4_abs(x), wasm_f32x4_splat(-2.0f)));
+  const v128_t magnitude = wasm_f32x4_div(wasm_f32x4_sub(one, e), wasm_f32x4_add(one, e));
+  return wasm_v128_or(magnitude, wasm_v128_and(x, wasm_f32x4_splat(-0.0f)));
+}
+
 float score_terms_max__wasmsimd(float* s, const float* bias, size_t n, const ScoreTerms& terms) {
   const bool capped = terms.softcap > 0.0f, alibi = terms.alibi_slope != 0.0f;
   const v128_t scale = wasm_f32x4_splat(capped ? terms.scale / terms.softcap : terms.scale);
@@ -281,7 +291,7 @@ float score_terms_max__wasmsimd(float* s, const float* bias, size_t n, const Sco
   const v128_t first_distances = wasm_f32x4_make(d, d + 1.0f, d + 2.0f, d + 3.0f);
   return transform_max(s, bias, n, [&](v128_t x, const float* b, size_t j) {
     x = wasm_f32x4_mul(x, scale);
-    if (capped) x = wasm_f32x4_mul(tanh_f32x4(x), cap);
+    if (capped) x = wasm_f32x4_mul(tanh_fast_f32x4(x), cap);
     if (alibi)
       x = madd(x, slope, wasm_f32x4_add(first_distances, wasm_f32x4_splat(static_cast<float>(j))));
     return b ? wasm_f32x4_add(x, wasm_v128_load(b)) : x;
