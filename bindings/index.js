@@ -4,7 +4,7 @@ import { AttentionError } from './errors.js';
 import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createModuleClasses } from './modules.js';
-import { maskType, Runtime, throwIfFailed } from './runtime.js';
+import { disposeSymbol, maskType, Runtime, throwIfFailed } from './runtime.js';
 import { checkBoolean, checkMask, checkNumber, checkOptions, checkTensor } from './validate.js';
 
 export { AttentionError };
@@ -31,7 +31,7 @@ export async function init(opts) {
   const { build, wasm } = await load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasmBinary });
   // Builds without threads report 1 whatever was asked.
   const threadsInUse = wasm._setThreadCount(threads);
-  return new Attention(new Runtime(wasm), build, { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });
+  return new Attention(new Runtime(wasm, build), build, { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });
 }
 
 class Attention {
@@ -49,7 +49,17 @@ class Attention {
 
   /** Heap size of this instance and the number of modules not yet disposed. */
   stats() {
+    this.#runtime.enter('stats');
     return { wasmHeapBytes: this.#runtime.heapBytes(), liveObjects: this.#runtime.liveObjects };
+  }
+
+  /**
+   * Ends the instance: frees its modules, terminates its pthread workers and releases its wasm
+   * memory. Every later call (modules made earlier included) throws an AttentionError; a second
+   * dispose() does nothing.
+   */
+  dispose() {
+    this.#runtime.dispose();
   }
 
   /**
@@ -57,6 +67,7 @@ class Attention {
    * value [..., m, dv] -> { output [..., n, dv], weights [..., n, m] | null }.
    */
   scaledDotProductAttention(query, key, value, opts) {
+    const wasm = this.#runtime.enter('scaledDotProductAttention');
     checkTensor(query, 'query');
     checkTensor(key, 'key');
     checkTensor(value, 'value');
@@ -70,7 +81,6 @@ class Attention {
     const seed = opts.seed === undefined ? this.#defaultSeed++ : checkNumber(opts.seed, 'seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
 
     const runtime = this.#runtime;
-    const wasm = runtime.wasm;
     const shapes = runtime.writeShapes([
       [query.shape, 'query', '[..., n, d]'],
       [key.shape, 'key', '[..., m, d]'],
@@ -88,3 +98,6 @@ class Attention {
     return { output, weights };
   }
 }
+
+// `using attn = await init()` ends the instance with its scope.
+Attention.prototype[disposeSymbol] = Attention.prototype.dispose;

@@ -291,3 +291,11 @@ export async function load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasm
     return { build: oneThread, wasm: await instantiate(oneThread, { threads: 1, wasmBaseUrl, wasmBinary }) };
   }
 }
+
+/**
+ * Ends what load() started: terminates the pthread workers of a threads build. Running, they keep
+ * the instance's memory alive (they share it) and, in browsers, the threads themselves.
+ */
+export function unload(wasm) {
+  wasm.PThread?.terminateAllThreads();
+}
