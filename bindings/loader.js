@@ -293,8 +293,8 @@ export async function load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasm
 }
 
 /**
- * Ends what load() started: terminates the pthread workers of a threads build. Running, they keep
- * the instance's memory alive (they share it) and, in browsers, the threads themselves.
+ * Ends what load() started: terminates a threads build's pthread workers, which would otherwise
+ * run for ever, each holding the instance's memory.
  */
 export function unload(wasm) {
   wasm.PThread?.terminateAllThreads();

@@ -129,8 +129,9 @@ function forward(state, shapeEntries, check, inputs, run, outputOverInput) {
 
 // forward() of a module that takes query, key, value and one mask option, and whose Embind pair is
 // called by check(wasm, handle, shapes, maskType, ...extra) and run(wasm, handle, shapes, q, k, v,
-// maskType, mask, seed, ...extra, out, w), where `extra` are what `readOptions` makes of the options named in `options`.
-// `patterns` describe the four shapes for errors; `prepareMask` adapts the mask's polarity.
+// maskType, mask, seed, ...extra, out, w), where `extra` are what `readOptions` makes of the
+// options named in `options`. `patterns` describe the four shapes for errors; `prepareMask`
+// adapts the mask's polarity.
 function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, prepareMask = (m) => m, options = [], readOptions = () => [], check, run }) {
   const { state, wasm } = live(module, 'forward');
   checkTensor(query, 'query');
