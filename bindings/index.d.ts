@@ -213,7 +213,10 @@ export interface AttentionModule {
   train(mode?: boolean): this;
   /** Eval mode: dropout off. Returns this. */
   eval(): this;
-  /** Frees the module's wasm memory now. Safe to call twice; any later use throws. */
+  /**
+   * Frees the module's wasm memory now. Safe to call twice, and after its instance's `dispose()`
+   * (which freed it already); any later use throws.
+   */
   dispose(): void;
   /** `dispose()`, for `using` declarations. */
   [Symbol.dispose](): void;
@@ -406,7 +409,10 @@ export interface Masks {
   merge(attnMask: Mask | null, keyPaddingMask: Mask, numHeads: number): FloatMask;
 }
 
-/** One loaded wasm instance: the functions, the module classes bound to it, and its masks. */
+/**
+ * One loaded wasm instance: the functions, the module classes bound to it, and its masks. It holds
+ * its wasm memory (and, on the threads builds, its pthread workers) until `dispose()`.
+ */
 export interface Attention {
   /** Which build runs: SIMD or not, threads in use, package version. */
   readonly features: Readonly<Features>;
@@ -435,6 +441,17 @@ export interface Attention {
   /** Heap size of this instance and the number of modules not yet disposed. */
   stats(): Stats;
   /**
+   * Ends the instance: frees its modules, terminates its pthread workers and releases its wasm
+   * memory, even while `attn` or its modules are still referenced. Every later call, on the
+   * instance, its `masks` and classes or modules made earlier, throws an `AttentionError` with
+   * code `DISPOSED` naming the instance (`features` and `build` stay readable); the modules'
+   * own `dispose()` does nothing. Calling it again does nothing. Pages and servers that re-create
+   * instances call it, or nothing frees a threaded instance's workers.
+   */
+  dispose(): void;
+  /** `dispose()` itself, for `using attn = await init()`. */
+  [Symbol.dispose](): void;
+  /**
    * `torch.nn.functional.scaled_dot_product_attention`. `query [..., n, d]`, `key [..., m, d]`,
    * `value [..., m, dv]` with the same leading dims -> `output [..., n, dv]`, and
    * `weights [..., n, m]` when `needWeights: true` (else null). A query that may attend to no key
@@ -456,13 +473,18 @@ export interface Attention {
  */
 export function init(opts?: InitOptions): Promise<Attention>;
 
-/** `INVALID_ARGUMENT` for bad input; `OUT_OF_MEMORY` when a call needs more than the 2 GiB wasm heap. */
-export type AttentionErrorCode = 'INVALID_ARGUMENT' | 'OUT_OF_MEMORY';
+/**
+ * `INVALID_ARGUMENT` for bad input; `OUT_OF_MEMORY` when a call needs more than the 2 GiB wasm
+ * heap; `DISPOSED` when the module, or the instance it belongs to, was disposed.
+ */
+export type AttentionErrorCode = 'INVALID_ARGUMENT' | 'OUT_OF_MEMORY' | 'DISPOSED';
 
 /**
- * Thrown for every bad input and for out-of-memory. The message names the argument, the expected
- * and the given shape or value (`key: expected [2, m, 64], got [2, 7, 32]`); the instance keeps
- * working afterwards.
+ * Thrown for every bad input, for out-of-memory and for use after `dispose()`. The message names
+ * the argument, the expected and the given shape or value (`key: expected [2, m, 64], got
+ * [2, 7, 32]`); the instance keeps working afterwards. After `attn.dispose()` the argument is the
+ * call (`scaledDotProductAttention: expected an instance that is not disposed, got attn (disposed
+ * instance of build 'threads')`).
  */
 export class AttentionError extends Error {
   constructor(argument: string, expected: string, got: string, details?: { code?: AttentionErrorCode });

@@ -4,7 +4,7 @@ import { AttentionError, describe } from './errors.js';
 import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createModuleClasses } from './modules.js';
-import { maskType, Runtime, throwIfFailed } from './runtime.js';
+import { disposeSymbol, maskType, Runtime, throwIfFailed } from './runtime.js';
 import { loadSafetensors } from './safetensors.js';
 import { checkBoolean, checkIds, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, MAX_DIM } from './validate.js';
 
@@ -98,12 +98,23 @@ class Attention {
    * from names to { data, shape }, ready for any module's loadStateDict.
    */
   loadSafetensors(bytes) {
+    this.#runtime.enter('loadSafetensors');
     return loadSafetensors(bytes);
   }
 
   /** Heap size of this instance and the number of modules not yet disposed. */
   stats() {
+    this.#runtime.enter('stats');
     return { wasmHeapBytes: this.#runtime.heapBytes(), liveObjects: this.#runtime.liveObjects };
+  }
+
+  /**
+   * Ends the instance: frees its modules, terminates its pthread workers and releases its wasm
+   * memory. Every later call (modules made earlier included) throws an AttentionError; a second
+   * dispose() does nothing.
+   */
+  dispose() {
+    this.#runtime.dispose();
   }
 
   /**
@@ -111,6 +122,7 @@ class Attention {
    * value [..., m, dv] -> { output [..., n, dv], weights [..., n, m] | null }.
    */
   scaledDotProductAttention(query, key, value, opts) {
+    const wasm = this.#runtime.enter('scaledDotProductAttention');
     checkTensor(query, 'query');
     checkTensor(key, 'key');
     checkTensor(value, 'value');
@@ -129,7 +141,6 @@ class Attention {
     const documents = checkDocuments(opts);
 
     const runtime = this.#runtime;
-    const wasm = runtime.wasm;
     const shapes = runtime.writeShapes([
       [query.shape, 'query', '[..., n, d]'],
       [key.shape, 'key', '[..., m, d]'],
@@ -157,6 +168,7 @@ class Attention {
    * pos · base^(−2k/r) are computed in double precision.
    */
   rope(x, opts) {
+    const wasm = this.#runtime.enter('rope');
     checkTensor(x, 'x');
     opts = checkOptions(opts, ROPE_OPTIONS);
     const positions = checkPositions(opts.positions);
@@ -168,7 +180,6 @@ class Attention {
     const interleaved = checkBoolean(opts.interleaved, 'interleaved', false);
 
     const runtime = this.#runtime;
-    const wasm = runtime.wasm;
     const shapes = runtime.writeShapes([[x.shape, 'x', '[..., L, d]']]);
     const positionCount = positions ? positions.length : -1;
     throwIfFailed(wasm._ropeCheck(shapes, positionCount, base, rotaryDim, interleaved));
@@ -180,3 +191,6 @@ class Attention {
     return output;
   }
 }
+
+// `using attn = await init()` ends the instance with its scope.
+Attention.prototype[disposeSymbol] = Attention.prototype.dispose;

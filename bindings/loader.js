@@ -4,7 +4,7 @@
 // left to find a file on its own: its `locateFile` returns these URLs and its wasm arrives through
 // `instantiateWasm`, so a bundled app loads the same assets the bundler emitted.
 import { AttentionError, describe } from './errors.js';
-import { relaxedSimd as detectRelaxedSimd, simd as detectSimd, threads as detectThreads } from 'wasm-feature-detect';
+import { relaxedSimd as checkRelaxedSimd, simd as checkSimd, threads as checkThreads } from 'wasm-feature-detect';
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
@@ -49,6 +49,16 @@ const BUILDS = {
     oneThread: 'relaxed',
   },
 };
+
+// What the engine supports does not change: each check runs once. Besides, the threads check opens
+// a MessageChannel it never closes, which in Node stays alive with its two ports for good.
+const once = (detect) => {
+  let result;
+  return () => (result ??= detect());
+};
+const detectSimd = once(checkSimd);
+const detectRelaxedSimd = once(checkRelaxedSimd);
+const detectThreads = once(checkThreads);
 
 // Threads need SharedArrayBuffer: always there in Node, in browsers only when cross-origin isolated.
 async function threadsAvailable() {
@@ -280,4 +290,12 @@ export async function load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasm
     console.warn(`${error.message}; using one thread (the ${oneThread} build) instead.`);
     return { build: oneThread, wasm: await instantiate(oneThread, { threads: 1, wasmBaseUrl, wasmBinary }) };
   }
+}
+
+/**
+ * Ends what load() started: terminates a threads build's pthread workers, which would otherwise
+ * run for ever, each holding the instance's memory.
+ */
+export function unload(wasm) {
+  wasm.PThread?.terminateAllThreads();
 }

@@ -25,22 +25,27 @@ function build(shape, masked) {
   return { data, shape };
 }
 
+// The builders that need no wasm still ask the runtime first, so that after dispose() they throw
+// like every other entry point.
 export function createMasks(runtime) {
   return Object.freeze({
     /** [n, m], 1 where key j > query i: not allowed (MultiheadAttention's attnMask polarity). */
     causal(n, m = n) {
+      runtime.enter('masks.causal');
       checkDim(n, 'n');
       checkDim(m, 'm');
       return build([n, m], (_, i, j) => j > i);
     },
     /** [N, maxLen], 1 where position j >= lengths[b]: padding. */
     keyPadding(lengths, maxLen) {
+      runtime.enter('masks.keyPadding');
       checkDim(maxLen, 'maxLen');
       const valid = checkLengths(lengths, maxLen);
       return build([valid.length, maxLen], (_, b, j) => j >= valid[b]);
     },
     /** [N, maxLen, maxLen], 1 where query i or key j is padding. */
     padding2d(lengths, maxLen) {
+      runtime.enter('masks.padding2d');
       checkDim(maxLen, 'maxLen');
       const valid = checkLengths(lengths, maxLen);
       return build([valid.length, maxLen, maxLen], (b, i, j) => i >= valid[b] || j >= valid[b]);
@@ -50,11 +55,11 @@ export function createMasks(runtime) {
      * attnMask is null), -Infinity where masked.
      */
     merge(attnMask, keyPaddingMask, numHeads) {
+      const wasm = runtime.enter('masks.merge');
       const am = checkMask(attnMask, 'attnMask');
       const kpm = checkMask(keyPaddingMask, 'keyPaddingMask');
       if (!kpm) throw new AttentionError('keyPaddingMask', '{ data, shape: [N, m] }', describe(keyPaddingMask));
       checkNumber(numHeads, 'numHeads', { min: 1, max: MAX_DIM, integer: true });
-      const wasm = runtime.wasm;
       const shapes = runtime.writeShapes([
         [am ? am.shape : [], 'attnMask', '[n, m] or [N*numHeads, n, m]'],
         [kpm.shape, 'keyPaddingMask', '[N, m]'],

@@ -2,18 +2,11 @@
 // instance of init() gets its own classes, bound to its own wasm instance.
 import { AttentionError, describe } from './errors.js';
 import { checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkTensor, MAX_DIM, numel } from './validate.js';
-import { maskType, throwIfFailed } from './runtime.js';
+import { disposeSymbol, maskType, throwIfFailed } from './runtime.js';
 
-const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
-
-// Per-module state, out of users' reach: { runtime, handle, name, training, seed, calls }.
+// Per-module state, out of users' reach: { runtime, entry, handle, name, training, seed, calls },
+// where `entry` is the runtime's record of the core object (Runtime.own).
 const internals = new WeakMap();
-
-// Frees the core object of a module that was dropped without dispose().
-const registry = new FinalizationRegistry(({ runtime, handle }) => {
-  runtime.wasm._moduleDestroy(handle);
-  runtime.liveObjects--;
-});
 
 function checkSize(value, argument) {
   return checkNumber(value, argument, { min: 1, max: MAX_DIM, integer: true });
@@ -32,11 +25,13 @@ function checkModuleOptions(opts) {
   return { dropout: checkDropout(opts.dropout), seed: opts.seed === undefined ? 0 : checkSeed(opts.seed) };
 }
 
-// The handle of a module that is still alive.
-function live(module) {
+// The state of a module that is still alive, and its instance's wasm module, for `method`.
+function live(module, method) {
   const state = internals.get(module);
-  if (!state.handle) throw new AttentionError(state.name, 'a module that is not disposed', 'a disposed module');
-  return state;
+  const wasm = state.runtime.enter(`${state.name}.${method}`);
+  if (!state.runtime.owns(state.entry))
+    throw new AttentionError(state.name, 'a module that is not disposed', 'a disposed module', { code: 'DISPOSED' });
+  return { state, wasm };
 }
 
 // Dropout draws: the call's seed, else the module's seed advanced once per call, so a run repeats
@@ -57,12 +52,20 @@ function withPrefix(status, prefix) {
   return { ...status, argument: status.argument.replace("stateDict['", () => `stateDict['${prefix}`) };
 }
 
+// train(mode) and eval(); `method` is the one called, for errors.
+function setTraining(module, method, mode) {
+  const { state, wasm } = live(module, method);
+  checkBoolean(mode, 'mode', true);
+  wasm._moduleSetTraining(state.handle, mode);
+  state.training = mode;
+  return module;
+}
+
 class AttentionModule {
   constructor(runtime, name, handle, seed) {
     if (typeof handle !== 'number') throwIfFailed(handle);
-    internals.set(this, { runtime, handle, name, training: false, seed, calls: 0 });
-    runtime.liveObjects++;
-    registry.register(this, { runtime, handle }, this);
+    const entry = runtime.own(this, (wasm) => wasm._moduleDestroy(handle));
+    internals.set(this, { runtime, entry, handle, name, training: false, seed, calls: 0 });
   }
 
   /** Whether dropout is active (modules start in eval mode). */
@@ -72,15 +75,11 @@ class AttentionModule {
 
   /** Switches training mode (dropout on) or eval mode (off). Returns this. */
   train(mode = true) {
-    const state = live(this);
-    checkBoolean(mode, 'mode', true);
-    state.runtime.wasm._moduleSetTraining(state.handle, mode);
-    state.training = mode;
-    return this;
+    return setTraining(this, 'train', mode);
   }
 
   eval() {
-    return this.train(false);
+    return setTraining(this, 'eval', false);
   }
 
   /**
@@ -88,7 +87,7 @@ class AttentionModule {
    * `opts.prefix` only the entries whose names start with it are read, as the names that follow it.
    */
   loadStateDict(stateDict, opts) {
-    const { runtime, handle } = live(this);
+    const { state: { runtime, handle }, wasm } = live(this, 'loadStateDict');
     const isMap = stateDict instanceof Map;
     if (!isMap && (stateDict === null || typeof stateDict !== 'object' || Array.isArray(stateDict) || ArrayBuffer.isView(stateDict)))
       throw new AttentionError('stateDict', 'an object mapping state_dict() names to tensors', describe(stateDict));
@@ -109,20 +108,19 @@ class AttentionModule {
           heap.alloc(Math.max(entries.length, 1) * 4 * (1 + runtime.maxRank), 'stateDict shapes'),
         );
         const names = entries.map(([name]) => name.slice(prefix.length));
-        return withPrefix(runtime.wasm._moduleLoadStateDict(handle, names, pointers, shapes), prefix);
+        return withPrefix(wasm._moduleLoadStateDict(handle, names, pointers, shapes), prefix);
       },
     );
     return this;
   }
 
-  /** Frees the module's wasm memory now. Safe to call twice; later use throws. */
+  /**
+   * Frees the module's wasm memory now. Safe to call twice, and after its instance's dispose()
+   * (which freed it already); later use throws.
+   */
   dispose() {
-    const state = internals.get(this);
-    if (!state.handle) return;
-    registry.unregister(this);
-    state.runtime.wasm._moduleDestroy(state.handle);
-    state.runtime.liveObjects--;
-    state.handle = 0;
+    const { runtime, entry } = internals.get(this);
+    runtime.free(entry);
   }
 
   [disposeSymbol]() {
@@ -146,11 +144,12 @@ function forward(state, shapeEntries, check, inputs, run, outputOverInput) {
 }
 
 // forward() of a module that takes query, key, value and one mask option, and whose Embind pair is
-// check(handle, shapes, maskType, ...extra) and run(handle, shapes, q, k, v, maskType, mask, seed,
-// ...extra, out, w), where `extra` are what `readOptions` makes of the options named in `options`.
-// `patterns` describe the four shapes for errors; `prepareMask` adapts the mask's polarity.
+// called by check(wasm, handle, shapes, maskType, ...extra) and run(wasm, handle, shapes, q, k, v,
+// maskType, mask, seed, ...extra, out, w), where `extra` are what `readOptions` makes of the
+// options named in `options`. `patterns` describe the four shapes for errors; `prepareMask`
+// adapts the mask's polarity.
 function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, prepareMask = (m) => m, options = [], readOptions = () => [], check, run }) {
-  const state = live(module);
+  const { state, wasm } = live(module, 'forward');
   checkTensor(query, 'query');
   checkTensor(key, 'key');
   checkTensor(value, 'value');
@@ -166,9 +165,9 @@ function forwardWithMask(module, [query, key, value], opts, { maskOption, patter
       [value.shape, 'value', patterns[2]],
       [mask ? mask.shape : [], maskOption, patterns[3]],
     ],
-    (shapes) => check(state.handle, shapes, maskType(mask), ...extra),
+    (shapes) => check(wasm, state.handle, shapes, maskType(mask), ...extra),
     [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, maskOption]],
-    (shapes, [q, k, v, m], out, w) => run(state.handle, shapes, q, k, v, maskType(mask), m, seed, ...extra, out, w),
+    (shapes, [q, k, v, m], out, w) => run(wasm, state.handle, shapes, q, k, v, maskType(mask), m, seed, ...extra, out, w),
   );
 }
 
@@ -194,11 +193,10 @@ function spillFor(module, query, key, needWeights) {
 }
 
 export function createModuleClasses(runtime) {
-  const wasm = runtime.wasm;
-
   class MultiheadAttention extends AttentionModule {
     /** torch.nn.MultiheadAttention(embedDim, numHeads, ...). Starts in eval mode. */
     constructor(embedDim, numHeads, opts) {
+      const wasm = runtime.enter('new MultiheadAttention');
       checkSize(embedDim, 'embedDim');
       checkSize(numHeads, 'numHeads');
       opts = checkOptions(opts, ['bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim', 'batchFirst', 'dropout', 'seed']);
@@ -225,7 +223,7 @@ export function createModuleClasses(runtime) {
      * the query. Returns { output, weights }.
      */
     forward(query, key, value, opts) {
-      const state = live(this);
+      const { state, wasm } = live(this, 'forward');
       key = key ?? query;
       value = value ?? key;
       checkTensor(query, 'query');
@@ -260,6 +258,7 @@ export function createModuleClasses(runtime) {
   class SelfAttention extends AttentionModule {
     /** Single-head self-attention with its own key and value sizes. Starts in eval mode. */
     constructor(embedDim, keySize, valueSize, opts) {
+      const wasm = runtime.enter('new SelfAttention');
       checkSize(embedDim, 'embedDim');
       checkSize(keySize, 'keySize');
       checkSize(valueSize, 'valueSize');
@@ -271,7 +270,7 @@ export function createModuleClasses(runtime) {
 
     /** x [N, L, embedDim]; attnMask broadcastable to [N, L, L], boolean 1 = masked out. */
     forward(x, opts) {
-      const state = live(this);
+      const { state, wasm } = live(this, 'forward');
       checkTensor(x, 'x');
       opts = checkOptions(opts, ['attnMask', 'seed']);
       const mask = checkMask(opts.attnMask, 'attnMask');
@@ -289,6 +288,7 @@ export function createModuleClasses(runtime) {
   class AdditiveAttention extends AttentionModule {
     /** Additive (Bahdanau) attention: scores = w_v · tanh(W_q q + W_k k). Starts in eval mode. */
     constructor(querySize, keySize, hiddenSize, opts) {
+      const wasm = runtime.enter('new AdditiveAttention');
       checkSize(querySize, 'querySize');
       checkSize(keySize, 'keySize');
       checkSize(hiddenSize, 'hiddenSize');
@@ -303,8 +303,8 @@ export function createModuleClasses(runtime) {
       return forwardWithMask(this, [query, key, value], opts, {
         maskOption: 'attnMask',
         patterns: ['[N, n, querySize]', '[N, m, keySize]', '[N, m, dv]', 'broadcastable to [N, n, m]'],
-        check: (...args) => wasm._additiveCheck(...args),
-        run: (...args) => wasm._additiveForward(...args),
+        check: (wasm, ...args) => wasm._additiveCheck(...args),
+        run: (wasm, ...args) => wasm._additiveForward(...args),
       });
     }
   }
@@ -312,6 +312,7 @@ export function createModuleClasses(runtime) {
   class RelativeMultiHeadAttention extends AttentionModule {
     /** Transformer-XL relative multi-head attention (labml.ai formulation). Starts in eval mode. */
     constructor(heads, dModel, opts) {
+      const wasm = runtime.enter('new RelativeMultiHeadAttention');
       checkSize(heads, 'heads');
       checkSize(dModel, 'dModel');
       opts = checkOptions(opts, ['P', 'dropout', 'seed']);
@@ -332,8 +333,8 @@ export function createModuleClasses(runtime) {
         prepareMask: asKeepBytes,
         options: ['weightsLayout'],
         readOptions: (o) => [checkChoice(o.weightsLayout, 'weightsLayout', ['nmBH', 'BHnm'], 'nmBH') === 'BHnm'],
-        check: (...args) => wasm._relativeCheck(...args),
-        run: (...args) => wasm._relativeForward(...args),
+        check: (wasm, ...args) => wasm._relativeCheck(...args),
+        run: (wasm, ...args) => wasm._relativeForward(...args),
       });
     }
   }

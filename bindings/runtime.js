@@ -1,8 +1,16 @@
 // One wasm instance as the JS layer sees it: the shapes block, the call protocol (shape check,
-// copy in once, run, copy out once, free) and the count of live modules.
+// copy in once, run, copy out once, free), the objects it owns in wasm memory, and its end.
 import { AttentionError, shapeString } from './errors.js';
 import { HeapScope, heapBuffer } from './heap.js';
+import { unload } from './loader.js';
 import { numel } from './validate.js';
+
+// Symbol.dispose where the engine has it, else the symbol esbuild's and TypeScript's lowered
+// `using` look up.
+export const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+// Frees the wasm side of an owned object whose JS object was collected first (see own()).
+const collected = new FinalizationRegistry((entry) => entry.runtime.free(entry));
 
 const MASK_TYPE = { none: 0, boolean: 1, additive: 2 };
 
@@ -23,16 +31,78 @@ export function maskType(mask) {
 const SHAPE_SLOTS = 6; // the most any entry point takes: query, key, value, a mask and two id tensors
 
 export class Runtime {
-  liveObjects = 0;
+  #wasm;
+  #build;
+  // Entries of the objects alive in wasm memory: { runtime, release }.
+  #owned = new Set();
 
-  constructor(wasm) {
-    this.wasm = wasm;
+  constructor(wasm, build) {
+    this.#wasm = wasm;
+    this.#build = build;
     this.maxRank = wasm._maxRank;
     this.shapes = wasm._malloc(SHAPE_SLOTS * 4 * (1 + this.maxRank));
   }
 
+  /**
+   * The wasm module, for the entry point `call` (named in the error): every entry point asks here
+   * first, so that after dispose() each throws an AttentionError rather than a TypeError or a trap.
+   */
+  enter(call) {
+    if (!this.#wasm) {
+      throw new AttentionError(call, 'an instance that is not disposed', `attn (disposed instance of build '${this.#build}')`, {
+        code: 'DISPOSED',
+      });
+    }
+    return this.#wasm;
+  }
+
   heapBytes() {
-    return heapBuffer(this.wasm).byteLength;
+    return heapBuffer(this.#wasm).byteLength;
+  }
+
+  /** Objects in wasm memory not yet freed (stats().liveObjects). */
+  get liveObjects() {
+    return this.#owned.size;
+  }
+
+  /**
+   * Records an object in wasm memory that `target` (a module, a cache) stands for; `release(wasm)`
+   * frees it. It is freed by free(entry), by the FinalizationRegistry once `target` is collected,
+   * or by dispose(), whichever comes first. `release` must not hold `target`, or it is never
+   * collected. Returns the entry, the key to free() and owns().
+   */
+  own(target, release) {
+    const entry = { runtime: this, release };
+    this.#owned.add(entry);
+    collected.register(target, entry, entry);
+    return entry;
+  }
+
+  owns(entry) {
+    return this.#owned.has(entry);
+  }
+
+  /** Frees an owned object now; does nothing if it already was (or the instance is disposed). */
+  free(entry) {
+    if (!this.#owned.delete(entry)) return;
+    collected.unregister(entry);
+    entry.release(this.#wasm);
+  }
+
+  /**
+   * Ends the instance: frees what it owns, terminates its pthread workers and lets go of the wasm
+   * module, so that its memory can be collected even while users still hold `attn` or its modules.
+   * Later calls throw (enter()); a second dispose() does nothing.
+   */
+  dispose() {
+    if (!this.#wasm) return;
+    for (const entry of this.#owned) this.free(entry);
+    // The pool's threads are joined first: Emscripten frees the stack of a thread it terminates
+    // before the worker stops, so a thread still starting up would trap, and the worker's error
+    // would reach the process as an uncaught exception. Joined, only idle workers are terminated.
+    this.#wasm._setThreadCount(1);
+    unload(this.#wasm);
+    this.#wasm = null;
   }
 
   // Writes shapes into `base` (the shared block unless given): entries are [shape, argument,
@@ -43,7 +113,7 @@ export class Runtime {
     entries.forEach(([shape, argument, pattern], index) => {
       if (shape.length > this.maxRank)
         throw new AttentionError(argument, `rank at most ${this.maxRank} (${pattern})`, shapeString(shape));
-      const block = new Int32Array(heapBuffer(this.wasm), base + index * slots * 4, slots);
+      const block = new Int32Array(heapBuffer(this.#wasm), base + index * slots * 4, slots);
       block[0] = shape.length;
       block.set(shape, 1);
     });
@@ -55,7 +125,7 @@ export class Runtime {
   // `call(inputPointers, outputPointers)` and returns the outputs as JS-owned tensors (null where
   // no shape was given). Everything is freed on every path.
   invoke(inputs, outputs, call) {
-    const heap = new HeapScope(this.wasm);
+    const heap = new HeapScope(this.#wasm);
     try {
       // Self-attention passes one array as query, key and value: it is copied once.
       const copied = new Map();

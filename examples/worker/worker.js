@@ -26,6 +26,8 @@ self.addEventListener('message', async ({ data: message }) => {
   const { id } = message;
   try {
     if (message.type === 'init') {
+      // A second 'init' replaces the instance: the old one's workers and memory go with dispose().
+      attn?.dispose();
       // In a cross-origin isolated page the worker is isolated too: threads work here.
       attn = await init({ threads: message.threads });
       mha = new attn.MultiheadAttention(8, 2).loadStateDict(parameters(8));

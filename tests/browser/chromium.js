@@ -14,9 +14,9 @@ export const STEP_TIMEOUT = 20_000;
 
 /**
  * Starts the server and a headless Chromium with one page at 1280 x 800. Console errors and page
- * errors are collected in `errors`.
+ * errors are collected in `errors`. `args` are added to Chromium's command line.
  */
-export async function openBrowser() {
+export async function openBrowser({ args = [] } = {}) {
   const server = await startServer({ port: 0 });
   const userDataDir = await mkdtemp(join(tmpdir(), 'chr-'));
   // As in TOOLCHAIN.md: Debian's Chromium as root, kept off the (closed) internet.
@@ -27,7 +27,7 @@ export async function openBrowser() {
     viewport: { width: 1280, height: 800 },
     acceptDownloads: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
+      '--disable-component-update', '--disable-sync', '--no-first-run', ...args],
   });
   context.setDefaultTimeout(STEP_TIMEOUT);
   const page = context.pages()[0] ?? (await context.newPage());

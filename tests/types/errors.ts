@@ -150,6 +150,10 @@ attn.features.threads = 4;
 attn.stats().heapBytes;
 // @ts-expect-error the classes cannot be replaced
 attn.MultiheadAttention = attn.SelfAttention;
+// @ts-expect-error dispose() takes no arguments
+attn.dispose(true);
+// @ts-expect-error dispose() returns nothing to wait for
+await attn.dispose().then(() => {});
 // @ts-expect-error AttentionError needs argument, expected and got
 new AttentionError('query');
 try {

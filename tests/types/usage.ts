@@ -216,6 +216,20 @@ try {
 const custom = new AttentionError('query', '[n, d]', '[n]', { code: 'INVALID_ARGUMENT' });
 if (custom.code === 'OUT_OF_MEMORY') console.log('out of memory');
 
+// ---- ending an instance -----------------------------------------------------------------------
+const ended: void = (await init({ threads: 2 })).dispose();
+(await init())[Symbol.dispose]();
+{
+  // `using` ends the instance at the end of the block.
+  using scopedAttn = await init();
+  scopedAttn.masks.causal(2);
+}
+try {
+  attn.stats();
+} catch (error) {
+  if (error instanceof AttentionError && error.code === 'DISPOSED') console.log('disposed:', error.message);
+}
+
 console.log(build, simd, threads, version, heapBytes, live, outShape, nothing, weightsShape, weightsData, maybeShape,
   causalBytes, padding2d, mergedNoAttn, mergedData, loaded, avgShape, noWeights, readOnly, training, saWeights, saSizes,
-  addSizes, relWeights, relPlanes, relSizes);
+  addSizes, relWeights, relPlanes, relSizes, ended);
