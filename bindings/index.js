@@ -77,7 +77,7 @@ export async function init(opts) {
   const { build, wasm } = await load({ threads, allowSimd, allowRelaxed, wasmBaseUrl, wasmBinary });
   // Builds without threads report 1 whatever was asked.
   const threadsInUse = wasm._setThreadCount(threads);
-  return new Attention(new Runtime(wasm), build, { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });
+  return new Attention(new Runtime(wasm, build), build, { simd: build !== 'scalar', threads: threadsInUse, version: VERSION });
 }
 
 class Attention {
