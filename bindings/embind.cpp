@@ -12,6 +12,8 @@
 
 #include "additive_attention.h"
 #include "attention.h"
+#include "grouped_query_attention.h"
+#include "kv_cache.h"
 #include "mask.h"
 #include "multihead_attention.h"
 #include "parallel.h"
@@ -313,6 +315,133 @@ val relative_create(double heads, double d_model, double P, double dropout) {
       static_cast<int64_t>(heads), static_cast<int64_t>(d_model), static_cast<int64_t>(P), static_cast<float>(dropout)});
 }
 
+// ---- KV cache ------------------------------------------------------------------------------
+// A cache handle is its attn::KVCache* as an integer; the JS layer owns its lifetime.
+
+attn::KVCache* cache_of(uintptr_t handle) { return reinterpret_cast<attn::KVCache*>(handle); }
+
+// `value_dim` 0 means head_dim, `window` 0 none; dtype 0 f32, 1 f16 (attn::CacheDtype).
+val cache_create(double batch, double heads, double head_dim, double value_dim, double max_length, int dtype,
+                 double window) {
+  attn::KVCacheConfig config;
+  config.batch = static_cast<int64_t>(batch);
+  config.heads = static_cast<int64_t>(heads);
+  config.head_dim = static_cast<int64_t>(head_dim);
+  config.value_dim = static_cast<int64_t>(value_dim);
+  config.max_length = static_cast<int64_t>(max_length);
+  config.dtype = static_cast<attn::CacheDtype>(dtype);
+  if (window != 0) config.window = static_cast<int64_t>(window);
+  std::unique_ptr<attn::KVCache> cache;
+  const attn::Status s = attn::KVCache::create(config, &cache);
+  if (!s.ok()) return to_js(s);
+  return val(static_cast<double>(reinterpret_cast<uintptr_t>(cache.release())));
+}
+
+void cache_destroy(uintptr_t handle) { delete cache_of(handle); }
+
+// Slots: key, value.
+val cache_append_check(uintptr_t handle, uintptr_t shapes) {
+  return to_js(cache_of(handle)->check_append(read_shape(shapes, 0), read_shape(shapes, 1)));
+}
+
+val cache_append(uintptr_t handle, uintptr_t shapes, uintptr_t key, uintptr_t value) {
+  return to_js(cache_of(handle)->append(read_tensor(shapes, 0, key), read_tensor(shapes, 1, value)));
+}
+
+// `scale`, `softcap` NaN and `window` 0 mean the defaults; alibi as SdpaExtras. Slots: query,
+// attnMask (boolean 1 = may attend, or additive).
+attn::CacheAttendOptions read_cache_options(uintptr_t shapes, bool causal, double scale, double softcap, int alibi,
+                                            uintptr_t slopes, double slope_count, double window, int mask_type,
+                                            uintptr_t mask) {
+  attn::CacheAttendOptions options;
+  options.causal = causal;
+  if (!std::isnan(scale)) options.scale = static_cast<float>(scale);
+  if (!std::isnan(softcap)) options.softcap = static_cast<float>(softcap);
+  options.alibi = alibi != 0;
+  if (alibi == 2) {
+    options.alibi_slopes = reinterpret_cast<const float*>(slopes);
+    options.alibi_slope_count = static_cast<int64_t>(slope_count);
+  }
+  if (window != 0) options.window = static_cast<int64_t>(window);
+  options.attn_mask = read_mask(shapes, 1, mask_type, mask, /*true_means_masked=*/false);
+  return options;
+}
+
+val cache_attend_check(uintptr_t handle, uintptr_t shapes, bool causal, double scale, double softcap, int alibi,
+                       double slope_count, double window, int mask_type) {
+  attn::Shape output, weights;
+  const attn::Status s = cache_of(handle)->check_attend(
+      read_shape(shapes, 0), read_cache_options(shapes, causal, scale, softcap, alibi, 0, slope_count, window, mask_type, 0),
+      &output, &weights);
+  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+}
+
+val cache_attend(uintptr_t handle, uintptr_t shapes, uintptr_t query, bool causal, double scale, double softcap,
+                 int alibi, uintptr_t slopes, double slope_count, double window, int mask_type, uintptr_t mask,
+                 uintptr_t output, uintptr_t weights) {
+  return to_js(cache_of(handle)->attend(
+      read_tensor(shapes, 0, query),
+      read_cache_options(shapes, causal, scale, softcap, alibi, slopes, slope_count, window, mask_type, mask),
+      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+}
+
+val cache_truncate(uintptr_t handle, double length) {
+  return to_js(cache_of(handle)->truncate(static_cast<int64_t>(length)));
+}
+void cache_reset(uintptr_t handle) { cache_of(handle)->reset(); }
+double cache_length(uintptr_t handle) { return static_cast<double>(cache_of(handle)->length()); }
+double cache_position(uintptr_t handle) { return static_cast<double>(cache_of(handle)->position()); }
+void cache_keys(uintptr_t handle, uintptr_t out) { cache_of(handle)->copy_keys(reinterpret_cast<float*>(out)); }
+void cache_values(uintptr_t handle, uintptr_t out) { cache_of(handle)->copy_values(reinterpret_cast<float*>(out)); }
+
+// ---- GroupedQueryAttention -----------------------------------------------------------------
+
+// `head_dim` 0 and `rotary_dim` -1 mean the defaults, `sliding_window` 0 none, `softcap` and
+// `scale` NaN the defaults.
+val gqa_create(double hidden_size, double num_heads, double num_kv_heads, double head_dim, bool qkv_bias,
+               bool output_bias, double rope_base, bool rope_interleaved, double rotary_dim, double sliding_window,
+               double softcap, double scale) {
+  attn::GroupedQueryAttentionConfig config;
+  config.hidden_size = static_cast<int64_t>(hidden_size);
+  config.num_heads = static_cast<int64_t>(num_heads);
+  config.num_key_value_heads = static_cast<int64_t>(num_kv_heads);
+  config.head_dim = static_cast<int64_t>(head_dim);
+  config.qkv_bias = qkv_bias;
+  config.output_bias = output_bias;
+  config.rope_base = rope_base;
+  config.rope_interleaved = rope_interleaved;
+  if (rotary_dim >= 0) config.rotary_dim = static_cast<int64_t>(rotary_dim);
+  if (sliding_window != 0) config.sliding_window = static_cast<int64_t>(sliding_window);
+  if (!std::isnan(softcap)) config.softcap = static_cast<float>(softcap);
+  if (!std::isnan(scale)) config.scale = static_cast<float>(scale);
+  return create<attn::GroupedQueryAttention>(config);
+}
+
+// Slots: x, positions (rank 0: none), attnMask. `cache` 0: none.
+attn::GroupedQueryAttentionOptions read_gqa_options(uintptr_t shapes, uintptr_t positions, int mask_type,
+                                                    uintptr_t mask, uintptr_t cache) {
+  attn::GroupedQueryAttentionOptions options;
+  const attn::Shape positions_shape = read_shape(shapes, 1);
+  if (positions_shape.rank > 0) options.positions = {reinterpret_cast<const int32_t*>(positions), positions_shape};
+  options.attn_mask = read_mask(shapes, 2, mask_type, mask, /*true_means_masked=*/false);
+  options.cache = cache_of(cache);
+  return options;
+}
+
+val gqa_check(uintptr_t handle, uintptr_t shapes, int mask_type, uintptr_t cache) {
+  attn::Shape output, weights;
+  const attn::Status s = as<attn::GroupedQueryAttention>(handle)->check_forward(
+      read_shape(shapes, 0), read_gqa_options(shapes, 0, mask_type, 0, cache), &output, &weights);
+  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+}
+
+val gqa_forward(uintptr_t handle, uintptr_t shapes, uintptr_t x, uintptr_t positions, int mask_type, uintptr_t mask,
+                uintptr_t cache, uintptr_t output, uintptr_t weights) {
+  return to_js(as<attn::GroupedQueryAttention>(handle)->forward(
+      read_tensor(shapes, 0, x), read_gqa_options(shapes, positions, mask_type, mask, cache),
+      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+}
+
 // ---- masks.merge ---------------------------------------------------------------------------
 
 // Slots: attnMask, keyPaddingMask.
@@ -356,6 +485,21 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_relativeCreate", &relative_create);
   function("_relativeCheck", &check_with_mask<attn::RelativeMultiHeadAttention, false, bool>);
   function("_relativeForward", &forward_with_mask<attn::RelativeMultiHeadAttention, false, bool>);
+  function("_cacheCreate", &cache_create);
+  function("_cacheDestroy", &cache_destroy);
+  function("_cacheAppendCheck", &cache_append_check);
+  function("_cacheAppend", &cache_append);
+  function("_cacheAttendCheck", &cache_attend_check);
+  function("_cacheAttend", &cache_attend);
+  function("_cacheTruncate", &cache_truncate);
+  function("_cacheReset", &cache_reset);
+  function("_cacheLength", &cache_length);
+  function("_cachePosition", &cache_position);
+  function("_cacheKeys", &cache_keys);
+  function("_cacheValues", &cache_values);
+  function("_gqaCreate", &gqa_create);
+  function("_gqaCheck", &gqa_check);
+  function("_gqaForward", &gqa_forward);
   function("_mergeCheck", &merge_check);
   function("_merge", &merge);
 }

@@ -3,10 +3,13 @@
 import { AttentionError, describe } from './errors.js';
 import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
+import { createKVCacheClass } from './kv_cache.js';
 import { createModuleClasses } from './modules.js';
 import { disposeSymbol, maskType, Runtime, throwIfFailed } from './runtime.js';
 import { loadSafetensors } from './safetensors.js';
-import { checkBoolean, checkIds, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, MAX_DIM } from './validate.js';
+import {
+  checkAlibi, checkBoolean, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM,
+} from './validate.js';
 
 export { AttentionError };
 
@@ -28,14 +31,6 @@ function checkCausal(value) {
   return CAUSAL.get(value);
 }
 
-// alibi: undefined/false none (0), true Press et al.'s slopes (1), a Float32Array of slopes (2).
-function checkAlibi(value) {
-  if (value === undefined || value === false) return { mode: 0, slopes: null };
-  if (value === true) return { mode: 1, slopes: null };
-  if (value instanceof Float32Array) return { mode: 2, slopes: value };
-  throw new AttentionError('alibi', 'true or a Float32Array of one slope per query head', describe(value));
-}
-
 // documents: 0 none, 1 documentIds (queries and keys alike), 2 queryDocumentIds and keyDocumentIds.
 function checkDocuments(opts) {
   const shared = checkIds(opts.documentIds, 'documentIds');
@@ -49,15 +44,6 @@ function checkDocuments(opts) {
     throw new AttentionError(missing, `ids given with ${given}`, 'none');
   }
   return { mode: queries ? 2 : 0, queries, keys };
-}
-
-// Positions as an Int32Array: given as one, or as integers that fit one.
-function checkPositions(value) {
-  if (value === undefined) return null;
-  if (value instanceof Int32Array) return value;
-  const fits = (x) => Number.isInteger(x) && x >= -(2 ** 31) && x < 2 ** 31;
-  if (Array.isArray(value) && value.every(fits)) return Int32Array.from(value);
-  throw new AttentionError('positions', 'an Int32Array or an array of int32 integers (one per row, L)', describe(value));
 }
 
 /**
@@ -89,7 +75,9 @@ class Attention {
     this.build = build;
     this.features = Object.freeze(features);
     this.masks = createMasks(runtime);
-    Object.assign(this, createModuleClasses(runtime));
+    const KVCache = createKVCacheClass(runtime);
+    this.KVCache = KVCache;
+    Object.assign(this, createModuleClasses(runtime, KVCache));
     Object.freeze(this);
   }
 

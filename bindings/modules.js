@@ -1,12 +1,12 @@
 // The attention modules: PyTorch-style classes over core objects held in wasm memory. Each
 // instance of init() gets its own classes, bound to its own wasm instance.
 import { AttentionError, describe } from './errors.js';
-import { checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkTensor, MAX_DIM, numel } from './validate.js';
+import { cacheHandle } from './kv_cache.js';
+import {
+  checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM, numel,
+} from './validate.js';
+import { adopt, expose, internals, live, release } from './owned.js';
 import { disposeSymbol, maskType, throwIfFailed } from './runtime.js';
-
-// Per-module state, out of users' reach: { runtime, entry, handle, name, training, seed, calls },
-// where `entry` is the runtime's record of the core object (Runtime.own).
-const internals = new WeakMap();
 
 function checkSize(value, argument) {
   return checkNumber(value, argument, { min: 1, max: MAX_DIM, integer: true });
@@ -25,25 +25,11 @@ function checkModuleOptions(opts) {
   return { dropout: checkDropout(opts.dropout), seed: opts.seed === undefined ? 0 : checkSeed(opts.seed) };
 }
 
-// The state of a module that is still alive, and its instance's wasm module, for `method`.
-function live(module, method) {
-  const state = internals.get(module);
-  const wasm = state.runtime.enter(`${state.name}.${method}`);
-  if (!state.runtime.owns(state.entry))
-    throw new AttentionError(state.name, 'a module that is not disposed', 'a disposed module', { code: 'DISPOSED' });
-  return { state, wasm };
-}
-
 // Dropout draws: the call's seed, else the module's seed advanced once per call, so a run repeats
 // exactly while successive calls differ.
 function nextSeed(state, seed) {
   if (seed !== undefined) return checkSeed(seed);
   return (state.seed + state.calls++) % Number.MAX_SAFE_INTEGER;
-}
-
-// Read-only, enumerable constructor arguments.
-function expose(module, values) {
-  for (const [key, value] of Object.entries(values)) Object.defineProperty(module, key, { value, enumerable: true });
 }
 
 // The core knows the entries by their names under the prefix; its errors name the keys as given.
@@ -63,9 +49,7 @@ function setTraining(module, method, mode) {
 
 class AttentionModule {
   constructor(runtime, name, handle, seed) {
-    if (typeof handle !== 'number') throwIfFailed(handle);
-    const entry = runtime.own(this, (wasm) => wasm._moduleDestroy(handle));
-    internals.set(this, { runtime, entry, handle, name, training: false, seed, calls: 0 });
+    adopt(this, runtime, name, handle, (wasm, h) => wasm._moduleDestroy(h), { training: false, seed, calls: 0 });
   }
 
   /** Whether dropout is active (modules start in eval mode). */
@@ -119,8 +103,7 @@ class AttentionModule {
    * (which freed it already); later use throws.
    */
   dispose() {
-    const { runtime, entry } = internals.get(this);
-    runtime.free(entry);
+    release(this);
   }
 
   [disposeSymbol]() {
@@ -192,7 +175,17 @@ function spillFor(module, query, key, needWeights) {
   return packedBytes >= SPILL_ABOVE_BYTES ? new Float32Array(numel(query.shape)) : null;
 }
 
-export function createModuleClasses(runtime) {
+// positions of GroupedQueryAttention: [t] as an Int32Array or numbers, or [N, t] as { data: Int32Array, shape }.
+function checkTokenPositions(value) {
+  if (value === undefined || value === null) return null;
+  if (value instanceof Int32Array || Array.isArray(value)) {
+    const data = checkPositions(value);
+    return { data, shape: [data.length] };
+  }
+  return checkIds(value, 'positions');
+}
+
+export function createModuleClasses(runtime, KVCache) {
   class MultiheadAttention extends AttentionModule {
     /** torch.nn.MultiheadAttention(embedDim, numHeads, ...). Starts in eval mode. */
     constructor(embedDim, numHeads, opts) {
@@ -339,5 +332,81 @@ export function createModuleClasses(runtime) {
     }
   }
 
-  return { MultiheadAttention, SelfAttention, AdditiveAttention, RelativeMultiHeadAttention };
+  class GroupedQueryAttention extends AttentionModule {
+    /**
+     * Hugging Face's LlamaAttention / MistralAttention / Qwen2Attention / Gemma2Attention block.
+     * opts: headDim, qkvBias, outputBias, ropeBase, ropeInterleaved, rotaryDim, slidingWindow,
+     * softcap, scale.
+     */
+    constructor(hiddenSize, numHeads, numKeyValueHeads, opts) {
+      const wasm = runtime.enter('new GroupedQueryAttention');
+      checkSize(hiddenSize, 'hiddenSize');
+      checkSize(numHeads, 'numHeads');
+      checkSize(numKeyValueHeads, 'numKeyValueHeads');
+      opts = checkOptions(opts, ['headDim', 'qkvBias', 'outputBias', 'ropeBase', 'ropeInterleaved', 'rotaryDim', 'slidingWindow', 'softcap', 'scale']);
+      const optional = (value, check) => (value === undefined || value === null ? null : check(value));
+      const headDim = optional(opts.headDim, (v) => checkSize(v, 'headDim'));
+      const config = {
+        hiddenSize,
+        numHeads,
+        numKeyValueHeads,
+        qkvBias: checkBoolean(opts.qkvBias, 'qkvBias', false),
+        outputBias: checkBoolean(opts.outputBias, 'outputBias', false),
+        ropeBase: opts.ropeBase === undefined ? 10000 : checkPositive(opts.ropeBase, 'ropeBase'),
+        ropeInterleaved: checkBoolean(opts.ropeInterleaved, 'ropeInterleaved', false),
+        rotaryDim: optional(opts.rotaryDim, (v) => checkNumber(v, 'rotaryDim', { min: 0, max: MAX_DIM, integer: true })),
+        slidingWindow: optional(opts.slidingWindow, (v) => checkSize(v, 'slidingWindow')),
+        softcap: optional(opts.softcap, (v) => checkPositive(v, 'softcap')),
+        scale: optional(opts.scale, (v) => checkNumber(v, 'scale', { float32: true })),
+      };
+      const c = config;
+      const handle = wasm._gqaCreate(hiddenSize, numHeads, numKeyValueHeads, headDim ?? 0, c.qkvBias, c.outputBias, c.ropeBase,
+        c.ropeInterleaved, c.rotaryDim ?? -1, c.slidingWindow ?? 0, c.softcap ?? NaN, c.scale ?? NaN);
+      super(runtime, 'GroupedQueryAttention', handle, 0);
+      // The core derived headDim when not given (and refused sizes it does not divide).
+      expose(this, { ...config, headDim: headDim ?? hiddenSize / numHeads, rotaryDim: c.rotaryDim ?? headDim ?? hiddenSize / numHeads });
+    }
+
+    /** A KVCache shaped for this block: numKeyValueHeads heads of headDim, window slidingWindow. */
+    createCache(maxLength, opts) {
+      live(this, 'createCache');
+      opts = checkOptions(opts, ['batch', 'dtype']);
+      return new KVCache({
+        batch: opts.batch ?? 1, heads: this.numKeyValueHeads, headDim: this.headDim, maxLength,
+        dtype: opts.dtype ?? 'f32', window: this.slidingWindow,
+      });
+    }
+
+    /**
+     * x [N, t, hiddenSize] → { output [N, t, hiddenSize], weights [N, numHeads, t, m] | null }.
+     * opts: cache (k and v appended, attention over all it holds), positions ([t] or [N, t]),
+     * attnMask (broadcastable to [N, numHeads, t, m], boolean 1 = may attend), needWeights.
+     */
+    forward(x, opts) {
+      const { state, wasm } = live(this, 'forward');
+      checkTensor(x, 'x');
+      opts = checkOptions(opts, ['cache', 'positions', 'attnMask', 'needWeights']);
+      const cache = opts.cache === undefined || opts.cache === null ? 0 : cacheHandle(opts.cache, runtime, 'cache');
+      const positions = checkTokenPositions(opts.positions);
+      const mask = checkMask(opts.attnMask, 'attnMask');
+      const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
+      const { output, weights } = forward(
+        state,
+        [
+          [x.shape, 'x', '[N, t, hiddenSize]'],
+          [positions ? positions.shape : [], 'positions', '[t] or [N, t]'],
+          [mask ? mask.shape : [], 'attnMask', 'broadcastable to [N, numHeads, t, m]'],
+        ],
+        (shapes) => {
+          const result = wasm._gqaCheck(state.handle, shapes, maskType(mask), cache);
+          return result?.output && !needWeights ? { ...result, weights: null } : result;
+        },
+        [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask']],
+        (shapes, [xp, at, m], out, w) => wasm._gqaForward(state.handle, shapes, xp, at, maskType(mask), m, cache, out, w),
+      );
+      return { output, weights };
+    }
+  }
+
+  return { MultiheadAttention, SelfAttention, AdditiveAttention, RelativeMultiHeadAttention, GroupedQueryAttention };
 }

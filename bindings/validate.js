@@ -101,3 +101,20 @@ export function checkNumber(value, argument, { min = -Infinity, max = Infinity, 
   }
   return value;
 }
+
+// alibi: undefined/false none (0), true Press et al.'s slopes (1), a Float32Array of slopes (2).
+export function checkAlibi(value) {
+  if (value === undefined || value === false) return { mode: 0, slopes: null };
+  if (value === true) return { mode: 1, slopes: null };
+  if (value instanceof Float32Array) return { mode: 2, slopes: value };
+  throw new AttentionError('alibi', 'true or a Float32Array of one slope per query head', describe(value));
+}
+
+// Positions as an Int32Array: given as one, or as integers that fit one.
+export function checkPositions(value) {
+  if (value === undefined) return null;
+  if (value instanceof Int32Array) return value;
+  const fits = (x) => Number.isInteger(x) && x >= -(2 ** 31) && x < 2 ** 31;
+  if (Array.isArray(value) && value.every(fits)) return Int32Array.from(value);
+  throw new AttentionError('positions', 'an Int32Array or an array of int32 integers (one per row, L)', describe(value));
+}

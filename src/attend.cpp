@@ -95,11 +95,10 @@ TileKeys tile_keys(const AttentionBlocks& p, int64_t i0, int64_t i1, int64_t j0,
 // Scales row s (keys [j, j + n) of query i of block b), adds the score terms and `bias`, and returns
 // the row's max (NaN if any score is NaN).
 float scale_row(const AttentionBlocks& p, int64_t b, int64_t i, int64_t j, float* s, const float* bias, int64_t n) {
-  const kernels::KernelSet& k = kernels::active_kernels();
-  if (p.softcap == 0.0f && !p.alibi_slopes) return k.scale_bias_max(s, bias, n, p.scale);
   const float slope = p.alibi_slopes ? p.alibi_slopes[mask_index(p, b) % p.alibi_heads] : 0.0f;
   const int64_t position = p.mask ? p.mask->position(i) : i;
-  return k.score_terms_max(s, bias, n, {p.scale, p.softcap, slope, static_cast<float>(j - position)});
+  return kernels::scale_terms_max(kernels::active_kernels(), s, bias, static_cast<size_t>(n),
+                                  {p.scale, p.softcap, slope, static_cast<float>(j - position)});
 }
 
 Block block_of(const AttentionBlocks& p, int64_t b, float* output) {

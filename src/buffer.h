@@ -1,5 +1,5 @@
-// A float buffer whose allocation can fail without aborting: the core is built without
-// exceptions, where std::vector would abort on bad_alloc. Callers turn failure into a Status.
+// A buffer whose allocation can fail without aborting: the core is built without exceptions,
+// where std::vector would abort on bad_alloc. Callers turn failure into a Status.
 #pragma once
 
 #include <cstdint>
@@ -11,42 +11,45 @@
 
 namespace attn {
 
-class FloatBuffer {
+template <class T>
+class Buffer {
  public:
-  FloatBuffer() = default;
-  FloatBuffer(const FloatBuffer&) = delete;
-  FloatBuffer& operator=(const FloatBuffer&) = delete;
-  FloatBuffer(FloatBuffer&& other) noexcept { swap(other); }
-  FloatBuffer& operator=(FloatBuffer&& other) noexcept {
-    FloatBuffer(std::move(other)).swap(*this);
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept { swap(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    Buffer(std::move(other)).swap(*this);
     return *this;
   }
-  ~FloatBuffer() { std::free(data_); }
+  ~Buffer() { std::free(data_); }
 
-  // Replaces the contents with `count` uninitialised floats; `what` names the buffer in the error.
+  // Replaces the contents with `count` uninitialised elements; `what` names the buffer in the error.
   Status allocate(int64_t count, const char* what) {
     std::free(data_);
     data_ = nullptr;
     size_ = 0;
-    const bool representable = count >= 0 && static_cast<uint64_t>(count) <= SIZE_MAX / sizeof(float);
-    if (representable) data_ = static_cast<float*>(std::malloc(static_cast<size_t>(count > 0 ? count : 1) * sizeof(float)));
-    if (!data_) return Status::no_memory(what, std::to_string(count * 4) + " bytes");
+    const bool representable = count >= 0 && static_cast<uint64_t>(count) <= SIZE_MAX / sizeof(T);
+    if (representable) data_ = static_cast<T*>(std::malloc(static_cast<size_t>(count > 0 ? count : 1) * sizeof(T)));
+    if (!data_) return Status::no_memory(what, std::to_string(count * static_cast<int64_t>(sizeof(T))) + " bytes");
     size_ = count;
     return Status::success();
   }
 
-  float* data() { return data_; }
-  const float* data() const { return data_; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   int64_t size() const { return size_; }
 
  private:
-  void swap(FloatBuffer& other) {
+  void swap(Buffer& other) {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
   }
 
-  float* data_ = nullptr;
+  T* data_ = nullptr;
   int64_t size_ = 0;
 };
+
+using FloatBuffer = Buffer<float>;
 
 }  // namespace attn

@@ -39,8 +39,11 @@ Status rope(const TensorView& x, const RopeOptions& options, float* output) {
   // Each position's cos and sin, from angles in double precision (Hugging Face's float32 angles
   // drift at long positions), then rounded to float once.
   FloatBuffer table;
-  s = table.allocate(2 * half, "RoPE cos/sin");
+  Buffer<double> frequencies;
+  s = first_failure({table.allocate(2 * half, "RoPE cos/sin"), frequencies.allocate(half, "RoPE frequencies")});
   if (!s.ok()) return s;
+  for (int64_t k = 0; k < half; ++k)
+    frequencies.data()[k] = std::pow(options.base, -static_cast<double>(k) / static_cast<double>(half));
   float* cos_a = table.data();
   float* sin_a = table.data() + half;
   // The pair of dims k rotates: (k, k + r/2) rotate-half, (2k, 2k + 1) interleaved.
@@ -49,7 +52,7 @@ Status rope(const TensorView& x, const RopeOptions& options, float* output) {
   for (int64_t l = 0; l < length; ++l) {
     const double position = given_positions ? options.positions[l] : static_cast<double>(options.offset + l);
     for (int64_t k = 0; k < half; ++k) {
-      const double angle = position * std::pow(options.base, -static_cast<double>(k) / static_cast<double>(half));
+      const double angle = position * frequencies.data()[k];
       cos_a[k] = static_cast<float>(std::cos(angle));
       sin_a[k] = static_cast<float>(std::sin(angle));
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace attn::kernels {
@@ -48,7 +49,26 @@ struct KernelSet {
   // queries A [M, K] and keys B [N, K].
   void (*tanh_scores)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
                       const float* w, float* C, size_t ldc);
+
+  // The decode step's two products over a KV cache's rows, read where they lie (the cache is
+  // never packed: each step reads every key and value once). gemm_nt_f16 is gemm_nt with B
+  // stored as binary16 bits; gemm_nn_add is C[M, N] += A[M, K] · B[K, N] with B row-major (the
+  // weights times the values). The f16 forms widen B in registers and require finite values: a
+  // binary16 Inf or NaN reads as a wrong finite number, so callers holding one widen B first.
+  void (*gemm_nt_f16)(size_t M, size_t N, size_t K, const float* A, size_t lda, const uint16_t* B, size_t ldb,
+                      float* C, size_t ldc);
+  void (*gemm_nn_add)(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
+                      size_t ldc);
+  void (*gemm_nn_add_f16)(size_t M, size_t N, size_t K, const float* A, size_t lda, const uint16_t* B, size_t ldb,
+                          float* C, size_t ldc);
 };
+
+// A row's scaled scores with their terms and bias, through the cheaper scale_bias_max when there
+// are no soft cap and no ALiBi; returns the max as both do.
+inline float scale_terms_max(const KernelSet& k, float* s, const float* bias, size_t n, const ScoreTerms& terms) {
+  if (terms.softcap == 0.0f && terms.alibi_slope == 0.0f) return k.scale_bias_max(s, bias, n, terms.scale);
+  return k.score_terms_max(s, bias, n, terms);
+}
 
 extern const KernelSet kScalarKernels;
 // The wasm SIMD128 set: in SIMD wasm builds, and natively wherever SIMDe provides the intrinsics

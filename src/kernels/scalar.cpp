@@ -4,21 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "../half.h"
 #include "kernels.h"
 #include "packing.h"
 
 namespace attn::kernels {
 namespace {
-
-void gemm_nt_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C,
-                    size_t ldc) {
-  for (size_t i = 0; i < M; ++i)
-    for (size_t j = 0; j < N; ++j) {
-      float sum = 0.0f;
-      for (size_t k = 0; k < K; ++k) sum += A[i * lda + k] * B[j * ldb + k];
-      C[i * ldc + j] = sum;
-    }
-}
 
 float scale_bias_max_scalar(float* s, const float* bias, size_t n, float scale) {
   float max = -std::numeric_limits<float>::infinity();
@@ -89,11 +80,45 @@ void tanh_scores_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
     }
 }
 
+inline float widen(float x) { return x; }
+inline float widen(uint16_t x) { return from_half(x); }
+
+template <class T>
+void gemm_nt_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C,
+                    size_t ldc) {
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (size_t k = 0; k < K; ++k) sum += A[i * lda + k] * widen(B[j * ldb + k]);
+      C[i * ldc + j] = sum;
+    }
+}
+
+template <class T>
+void gemm_nn_add_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C,
+                        size_t ldc) {
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (size_t k = 0; k < K; ++k) sum += A[i * lda + k] * widen(B[k * ldb + j]);
+      C[i * ldc + j] += sum;
+    }
+}
+
 }  // namespace
 
 const KernelSet kScalarKernels = {
-    "scalar",           gemm_nt_scalar,       scale_bias_max_scalar, score_terms_max_scalar, exp_sum_scalar,
-    scale_scalar,       gemm_packed_scalar,   tanh_scores_scalar,
+    "scalar",
+    gemm_nt_scalar<float>,
+    scale_bias_max_scalar,
+    score_terms_max_scalar,
+    exp_sum_scalar,
+    scale_scalar,
+    gemm_packed_scalar,
+    tanh_scores_scalar,
+    gemm_nt_scalar<uint16_t>,
+    gemm_nn_add_scalar<float>,
+    gemm_nn_add_scalar<uint16_t>,
 };
 
 }  // namespace attn::kernels

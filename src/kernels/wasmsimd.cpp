@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "kernels.h"
@@ -110,17 +112,39 @@ inline v128_t tanh_f32x4(v128_t x) {
   return wasm_f32x4_sub(one, wasm_f32x4_div(wasm_f32x4_splat(2.0f), wasm_f32x4_add(e, one)));
 }
 
+// Rows of B as floats, four lanes at a time (load4) or one (load1). Binary16 is widened in the
+// "scaled domain": its sign, exponent and mantissa moved into a float's places unchanged (a sign
+// extending load, a shift, an and), which reads h as h · 2^-112, subnormals included (as float
+// subnormals). Sums over such lanes are multiplied by kScaledHalf once, at the end: three
+// instructions a vector where an exact widening takes seven. Inf and NaN (exponent 31) read as
+// finite numbers, which is why the f16 kernels require finite values.
+constexpr float kScaledHalf = 0x1p112f;
+inline v128_t load4(const float* p) { return wasm_v128_load(p); }
+inline v128_t load4(const uint16_t* p) {
+  return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(p), 13), wasm_i32x4_splat(static_cast<int32_t>(0x8fffffff)));
+}
+inline float load1(const float* p) { return *p; }
+inline float load1(const uint16_t* p) {
+  const uint32_t bits = (static_cast<uint32_t>(*p & 0x8000u) << 16) | (static_cast<uint32_t>(*p & 0x7fffu) << 13);
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+// What sums over B's lanes are multiplied by: nothing for floats.
+inline v128_t unscale(v128_t sum, const float*) { return sum; }
+inline v128_t unscale(v128_t sum, const uint16_t*) { return wasm_f32x4_mul(sum, wasm_f32x4_splat(kScaledHalf)); }
+
 // One MR x NR block of C = A · Bᵀ: MR·NR dot products accumulated four lanes of K at a time.
 // 2x4 keeps 8 accumulators and 6 operands live, inside the 16 vector registers of x86-64.
-template <int MR, int NR>
-void gemm_nt_tile(size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc) {
+template <int MR, int NR, class T>
+void gemm_nt_tile(size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C, size_t ldc) {
   v128_t acc[MR][4];
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < 4; ++c) acc[r][c] = wasm_f32x4_splat(0.0f);
   size_t k = 0;
   for (; k + 4 <= K; k += 4) {
     v128_t b[NR];
-    for (int c = 0; c < NR; ++c) b[c] = wasm_v128_load(B + c * ldb + k);
+    for (int c = 0; c < NR; ++c) b[c] = load4(B + c * ldb + k);
     for (int r = 0; r < MR; ++r) {
       const v128_t a = wasm_v128_load(A + r * lda + k);
       for (int c = 0; c < NR; ++c) acc[r][c] = madd(acc[r][c], a, b[c]);
@@ -131,14 +155,16 @@ void gemm_nt_tile(size_t K, const float* A, size_t lda, const float* B, size_t l
     wasm_v128_store(sums, horizontal_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
     for (int c = 0; c < NR; ++c) {
       float sum = sums[c];
-      for (size_t t = k; t < K; ++t) sum += A[r * lda + t] * B[c * ldb + t];
-      C[r * ldc + c] = sum;
+      for (size_t t = k; t < K; ++t) sum += A[r * lda + t] * load1(B + c * ldb + t);
+      sums[c] = sum;
     }
+    wasm_v128_store(sums, unscale(wasm_v128_load(sums), B));
+    std::copy(sums, sums + NR, C + r * ldc);
   }
 }
 
-template <int MR>
-void gemm_nt_rows(size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb, float* C, size_t ldc) {
+template <int MR, class T>
+void gemm_nt_rows(size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C, size_t ldc) {
   size_t j = 0;
   for (; j + 4 <= N; j += 4) gemm_nt_tile<MR, 4>(K, A, lda, B + j * ldb, ldb, C + j, ldc);
   switch (N - j) {
@@ -149,11 +175,63 @@ void gemm_nt_rows(size_t N, size_t K, const float* A, size_t lda, const float* B
   }
 }
 
-void gemm_nt_2x4__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
+template <class T>
+void gemm_nt_2x4__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb,
                            float* C, size_t ldc) {
   size_t i = 0;
   for (; i + 2 <= M; i += 2) gemm_nt_rows<2>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
   if (i < M) gemm_nt_rows<1>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+}
+
+// C[MR, 4·NV columns] += A[MR, K] · B[K, those columns]: each A element is splat and multiplied
+// into the row of B, 8 accumulators for 4 x 8.
+template <int MR, int NV, class T>
+void gemm_nn_add_tile(size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C, size_t ldc) {
+  v128_t acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = wasm_f32x4_splat(0.0f);
+  for (size_t k = 0; k < K; ++k) {
+    v128_t b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = load4(B + k * ldb + 4 * v);
+    for (int r = 0; r < MR; ++r) {
+      const v128_t a = wasm_v128_load32_splat(A + r * lda + k);
+      for (int v = 0; v < NV; ++v) acc[r][v] = madd(acc[r][v], a, b[v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) {
+      float* c = C + r * ldc + 4 * v;
+      wasm_v128_store(c, wasm_f32x4_add(wasm_v128_load(c), unscale(acc[r][v], B)));
+    }
+}
+
+template <int MR, class T>
+void gemm_nn_add_rows(size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C, size_t ldc) {
+  size_t j = 0;
+  for (; j + 8 <= N; j += 8) gemm_nn_add_tile<MR, 2>(K, A, lda, B + j, ldb, C + j, ldc);
+  if (j + 4 <= N) {
+    gemm_nn_add_tile<MR, 1>(K, A, lda, B + j, ldb, C + j, ldc);
+    j += 4;
+  }
+  for (; j < N; ++j)  // the last 1..3 columns
+    for (int r = 0; r < MR; ++r) {
+      float sum = 0.0f;
+      for (size_t k = 0; k < K; ++k) sum += A[r * lda + k] * load1(B + k * ldb + j);
+      C[r * ldc + j] += wasm_f32x4_extract_lane(unscale(wasm_f32x4_splat(sum), B), 0);
+    }
+}
+
+template <class T>
+void gemm_nn_add_4x8__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb,
+                               float* C, size_t ldc) {
+  size_t i = 0;
+  for (; i + 4 <= M; i += 4) gemm_nn_add_rows<4>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+  switch (M - i) {
+    case 3: gemm_nn_add_rows<3>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc); break;
+    case 2: gemm_nn_add_rows<2>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc); break;
+    case 1: gemm_nn_add_rows<1>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc); break;
+    default: break;
+  }
 }
 
 // One MR x 8 block of C = A · B + bias from one packed panel: each A element is splat and
@@ -380,13 +458,16 @@ const KernelSet kWasmSimdKernels = {
 #else
     "wasmsimd",
 #endif
-    gemm_nt_2x4__wasmsimd,
+    gemm_nt_2x4__wasmsimd<float>,
     scale_bias_max__wasmsimd,
     score_terms_max__wasmsimd,
     exp_sum__wasmsimd_rr2_p5,
     scale__wasmsimd,
     gemm_packed_4x8__wasmsimd_splat,
     tanh_scores__wasmsimd,
+    gemm_nt_2x4__wasmsimd<uint16_t>,
+    gemm_nn_add_4x8__wasmsimd<float>,
+    gemm_nn_add_4x8__wasmsimd<uint16_t>,
 };
 
 }  // namespace attn::kernels

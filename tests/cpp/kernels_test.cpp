@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
 
@@ -43,7 +44,96 @@ std::vector<std::array<size_t, 3>> gemm_shapes() {
   return shapes;
 }
 
+// Halves of random floats in [lo, hi), and a subnormal or zero every 7th: the values an f16 cache holds.
+std::vector<uint16_t> random_halves(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  const std::vector<float> floats = random_floats(n, seed, lo, hi);
+  std::vector<uint16_t> halves(n);
+  for (size_t i = 0; i < n; ++i) halves[i] = attn::to_half(i % 7 == 3 ? floats[i] * 1e-5f : floats[i]);
+  return halves;
+}
+
+double widened(float x) { return x; }
+double widened(uint16_t x) { return attn::from_half(x); }
+
+// The decode step's products over cache rows B (float or binary16), against float64: gemm_nt's
+// scores and gemm_nn_add's accumulation into C, each with padded strides left untouched.
+template <class T, class MakeB>
+void check_cache_products(const KernelSet& set, size_t M, size_t N, size_t K, MakeB make_b,
+                          void (*KernelSet::*nt)(size_t, size_t, size_t, const float*, size_t, const T*, size_t, float*, size_t),
+                          void (*KernelSet::*nn)(size_t, size_t, size_t, const float*, size_t, const T*, size_t, float*, size_t)) {
+  const size_t lda = K + 3, ldb = K + 1, ldc = N + 2;
+  const std::vector<float> A = random_floats(M * lda, 30);
+  const std::vector<T> B = make_b(N * ldb, 31);
+  std::vector<float> C(M * ldc, 7.0f);
+  (set.*nt)(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc);
+  for (size_t i = 0; i < M; ++i) {
+    for (size_t j = 0; j < N; ++j) {
+      double sum = 0;
+      for (size_t k = 0; k < K; ++k) sum += double(A[i * lda + k]) * widened(B[j * ldb + k]);
+      REQUIRE(std::fabs(C[i * ldc + j] - sum) <= 1e-6 * K);
+    }
+    for (size_t j = N; j < ldc; ++j) REQUIRE(C[i * ldc + j] == 7.0f);
+  }
+  // B read as [K, N] with row stride N + 5; C starts at its own values.
+  const size_t ldv = N + 5;
+  const std::vector<T> V = make_b(K * ldv, 32);
+  std::vector<float> D = random_floats(M * ldc, 33);
+  const std::vector<float> before = D;
+  (set.*nn)(M, N, K, A.data(), lda, V.data(), ldv, D.data(), ldc);
+  for (size_t i = 0; i < M; ++i) {
+    for (size_t j = 0; j < N; ++j) {
+      double sum = before[i * ldc + j];
+      for (size_t k = 0; k < K; ++k) sum += double(A[i * lda + k]) * widened(V[k * ldv + j]);
+      REQUIRE(std::fabs(D[i * ldc + j] - sum) <= 1e-6 * (K + 1));
+    }
+    for (size_t j = N; j < ldc; ++j) REQUIRE(D[i * ldc + j] == before[i * ldc + j]);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("to_half rounds to the nearest binary16, ties to even; from_half is exact", "[kernels][f16]") {
+  using attn::from_half;
+  using attn::to_half;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint16_t half = static_cast<uint16_t>(h);
+    const float x = from_half(half);
+    if (std::isnan(x)) {
+      REQUIRE((h & 0x7c00) == 0x7c00);
+      REQUIRE(std::isnan(from_half(to_half(x))));
+      continue;
+    }
+    INFO("h=" << h << " x=" << x);
+    REQUIRE(to_half(x) == half);
+    if ((h & 0x7fff) >= 0x7bff) continue;  // the largest finite and Inf have no next half
+    // Halfway to the next half away from zero rounds to the even one of the two; a hair either
+    // side rounds to the nearer.
+    const float next = from_half(static_cast<uint16_t>(h + 1));
+    const float midpoint = static_cast<float>((double(x) + double(next)) / 2);
+    REQUIRE(to_half(midpoint) == ((h & 1) ? h + 1 : h));
+    REQUIRE(to_half(std::nextafter(midpoint, x)) == half);
+    REQUIRE(to_half(std::nextafter(midpoint, next)) == h + 1);
+  }
+  REQUIRE(to_half(65504.0f) == 0x7bff);
+  REQUIRE(to_half(65519.99f) == 0x7bff);
+  REQUIRE(to_half(65520.0f) == 0x7c00);  // halfway past the largest finite: Inf, ties to even
+  REQUIRE(to_half(-1e30f) == 0xfc00);
+  REQUIRE(to_half(std::numeric_limits<float>::infinity()) == 0x7c00);
+  REQUIRE(to_half(1e-9f) == 0x0000);
+  REQUIRE(to_half(-0.0f) == 0x8000);
+  REQUIRE(from_half(0x0001) == std::ldexp(1.0f, -24));
+}
+
+TEST_CASE("the decode products match a float64 reference over f32 and f16 rows", "[kernels][f16]") {
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (auto [M, N, K] : gemm_shapes()) {
+      INFO(set->name << " M=" << M << " N=" << N << " K=" << K);
+      check_cache_products<float>(*set, M, N, K, [](size_t n, uint32_t seed) { return random_floats(n, seed); },
+                                  &KernelSet::gemm_nt, &KernelSet::gemm_nn_add);
+      check_cache_products<uint16_t>(*set, M, N, K, [](size_t n, uint32_t seed) { return random_halves(n, seed); },
+                                     &KernelSet::gemm_nt_f16, &KernelSet::gemm_nn_add_f16);
+    }
+}
 
 TEST_CASE("gemm_nt matches a float64 reference, with padded strides", "[kernels]") {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets())

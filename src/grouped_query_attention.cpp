@@ -1,0 +1,218 @@
+#include "grouped_query_attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "attention.h"
+#include "buffer.h"
+#include "mask.h"
+
+namespace attn {
+namespace {
+
+// [N, A, B, inner] → [N, B, A, inner]: tokens × heads to heads × tokens and back.
+void swap_middle(const float* from, int64_t N, int64_t A, int64_t B, int64_t inner, float* to) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b)
+        std::copy_n(from + ((n * A + a) * B + b) * inner, inner, to + ((n * B + b) * A + a) * inner);
+}
+
+}  // namespace
+
+GroupedQueryAttention::GroupedQueryAttention(const GroupedQueryAttentionConfig& config) : config_(config) {
+  const GroupedQueryAttentionConfig& c = config_;
+  const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim;
+  q_proj_weight_ = parameters_.declare("q_proj.weight", {q_size, c.hidden_size});
+  k_proj_weight_ = parameters_.declare("k_proj.weight", {kv_size, c.hidden_size});
+  v_proj_weight_ = parameters_.declare("v_proj.weight", {kv_size, c.hidden_size});
+  o_proj_weight_ = parameters_.declare("o_proj.weight", {c.hidden_size, q_size});
+  if (c.qkv_bias) {
+    q_proj_bias_ = parameters_.declare("q_proj.bias", {q_size});
+    k_proj_bias_ = parameters_.declare("k_proj.bias", {kv_size});
+    v_proj_bias_ = parameters_.declare("v_proj.bias", {kv_size});
+  }
+  if (c.output_bias) o_proj_bias_ = parameters_.declare("o_proj.bias", {c.hidden_size});
+}
+
+Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
+                                     std::unique_ptr<GroupedQueryAttention>* out) {
+  Status s = first_failure({check_size("hiddenSize", config.hidden_size), check_size("numHeads", config.num_heads),
+                            check_size("numKeyValueHeads", config.num_key_value_heads)});
+  if (!s.ok()) return s;
+  GroupedQueryAttentionConfig c = config;
+  if (c.num_heads % c.num_key_value_heads != 0)
+    return Status::invalid("numKeyValueHeads", "a divisor of numHeads (" + std::to_string(c.num_heads) + ")",
+                           std::to_string(c.num_key_value_heads));
+  if (c.head_dim == 0) {
+    if (c.hidden_size % c.num_heads != 0)
+      return Status::invalid("hiddenSize", "a multiple of numHeads (" + std::to_string(c.num_heads) + "), or headDim given",
+                             std::to_string(c.hidden_size));
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  s = check_size("headDim", c.head_dim);
+  if (!s.ok()) return s;
+  const int64_t rotary = c.rotary_dim.value_or(c.head_dim);
+  if (rotary < 0 || rotary > c.head_dim || rotary % 2 != 0)
+    return Status::invalid(c.rotary_dim ? "rotaryDim" : "headDim",
+                           c.rotary_dim ? "an even integer in [0, " + std::to_string(c.head_dim) + "] (headDim)"
+                                        : "an even head size for RoPE (or rotaryDim given)",
+                           std::to_string(rotary));
+  if (!(c.rope_base > 0.0 && std::isfinite(c.rope_base)))
+    return Status::invalid("ropeBase", "a positive finite number", std::to_string(c.rope_base));
+  if (c.sliding_window) {
+    s = check_size("slidingWindow", *c.sliding_window);
+    if (!s.ok()) return s;
+  }
+  if (c.softcap && !(*c.softcap > 0.0f && std::isfinite(*c.softcap)))
+    return Status::invalid("softcap", "a positive finite number", std::to_string(*c.softcap));
+  if (c.scale && !std::isfinite(*c.scale)) return Status::invalid("scale", "a finite number", std::to_string(*c.scale));
+  out->reset(new GroupedQueryAttention(c));
+  return Status::success();
+}
+
+Status GroupedQueryAttention::prepare() {
+  const GroupedQueryAttentionConfig& c = config_;
+  const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim;
+  return first_failure({q_weight_.pack(parameters_.get(q_proj_weight_), q_size, c.hidden_size),
+                        k_weight_.pack(parameters_.get(k_proj_weight_), kv_size, c.hidden_size),
+                        v_weight_.pack(parameters_.get(v_proj_weight_), kv_size, c.hidden_size),
+                        o_weight_.pack(parameters_.get(o_proj_weight_), c.hidden_size, q_size)});
+}
+
+KVCacheConfig GroupedQueryAttention::cache_config(int64_t max_length, int64_t batch, CacheDtype dtype) const {
+  KVCacheConfig cache;
+  cache.batch = batch;
+  cache.heads = config_.num_key_value_heads;
+  cache.head_dim = cache.value_dim = config_.head_dim;
+  cache.max_length = max_length;
+  cache.dtype = dtype;
+  cache.window = config_.sliding_window;
+  return cache;
+}
+
+Status GroupedQueryAttention::check_cache(const Shape& x, const KVCache& cache) const {
+  const KVCacheConfig& c = cache.config();
+  const GroupedQueryAttentionConfig& g = config_;
+  if (c.batch != x[0] || c.heads != g.num_key_value_heads || c.head_dim != g.head_dim || c.value_dim != g.head_dim ||
+      c.window != g.sliding_window)
+    return Status::invalid(
+        "cache",
+        "a KVCache of batch " + std::to_string(x[0]) + ", " + std::to_string(g.num_key_value_heads) + " heads of " +
+            std::to_string(g.head_dim) + (g.sliding_window ? ", window " + std::to_string(*g.sliding_window) : "") +
+            " (createCache gives one)",
+        "batch " + std::to_string(c.batch) + ", " + std::to_string(c.heads) + " heads of " +
+            std::to_string(c.head_dim) + (c.value_dim != c.head_dim ? " / " + std::to_string(c.value_dim) : "") +
+            (c.window ? ", window " + std::to_string(*c.window) : ""));
+  const Shape key{x[0], g.num_key_value_heads, x[1], g.head_dim};
+  if (!cache.check_append(key, key).ok())
+    return Status::invalid("x",
+                           "[" + std::to_string(x[0]) + ", t ≤ " + std::to_string(c.max_length - cache.length()) +
+                               ", " + std::to_string(g.hidden_size) + "] (the cache holds " +
+                               std::to_string(cache.length()) + " of maxLength " + std::to_string(c.max_length) + ")",
+                           x.str());
+  return Status::success();
+}
+
+Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAttentionOptions& options,
+                                            Shape* output_shape, Shape* weights_shape) const {
+  const GroupedQueryAttentionConfig& c = config_;
+  if (x.rank != 3 || x[2] != c.hidden_size || !x.non_negative())
+    return Status::invalid("x", "[N, t, " + std::to_string(c.hidden_size) + "]", x.str());
+  const int64_t N = x[0], t = x[1];
+  const Shape& p = options.positions.shape;
+  if (options.positions.present() && !((p.rank == 1 && p[0] == t) || (p.rank == 2 && p[0] == N && p[1] == t)))
+    return Status::invalid("positions", "[" + std::to_string(t) + "] or [" + std::to_string(N) + ", " + std::to_string(t) + "]",
+                           p.str());
+  if (options.cache) {
+    Status s = check_cache(x, *options.cache);
+    if (!s.ok()) return s;
+  }
+  const int64_t m = options.cache ? options.cache->length_after_append(t) : t;
+  const Shape scores{N, c.num_heads, t, m};
+  if (options.attn_mask.present()) {
+    Status s = BroadcastMask::check(options.attn_mask, scores, "attnMask");
+    if (!s.ok()) return s;
+  }
+  *output_shape = x;
+  *weights_shape = scores;
+  return Status::success();
+}
+
+Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAttentionOptions& options, float* output,
+                                      float* weights) const {
+  Shape output_shape, weights_shape;
+  Status s = first_failure({require_loaded("GroupedQueryAttention"),
+                            check_forward(x.shape, options, &output_shape, &weights_shape), check_data(x, "x"),
+                            check_data(options.positions, "positions"), check_data(options.attn_mask, "attnMask")});
+  if (!s.ok()) return s;
+  const GroupedQueryAttentionConfig& c = config_;
+  const int64_t N = x.shape[0], t = x.shape[1], rows = N * t, hd = c.head_dim;
+  const int64_t q_size = c.num_heads * hd, kv_size = c.num_key_value_heads * hd;
+  FloatBuffer projected, q, k, v;
+  s = first_failure({projected.allocate(rows * q_size, "GroupedQueryAttention projections"),
+                     q.allocate(rows * q_size, "GroupedQueryAttention queries"),
+                     k.allocate(rows * kv_size, "GroupedQueryAttention keys"),
+                     v.allocate(rows * kv_size, "GroupedQueryAttention values")});
+  if (!s.ok()) return s;
+  const auto bias = [&](int index) { return index >= 0 ? parameters_.get(index) : nullptr; };
+  // Each projection [N, t, heads, hd] goes to [N, heads, t, hd], the layout of attention's blocks.
+  linear(rows, x.data, c.hidden_size, q_weight_, bias(q_proj_bias_), projected.data(), q_size);
+  swap_middle(projected.data(), N, t, c.num_heads, hd, q.data());
+  linear(rows, x.data, c.hidden_size, k_weight_, bias(k_proj_bias_), projected.data(), kv_size);
+  swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, k.data());
+  linear(rows, x.data, c.hidden_size, v_weight_, bias(v_proj_bias_), projected.data(), kv_size);
+  swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, v.data());
+
+  // RoPE at the given positions ([t] for every row, or [N, t]), else from the cache's position.
+  RopeOptions rope_options;
+  rope_options.base = c.rope_base;
+  rope_options.rotary_dim = c.rotary_dim;
+  rope_options.interleaved = c.rope_interleaved;
+  rope_options.offset = options.cache ? options.cache->position() : 0;
+  const bool given = options.positions.present(), per_row = given && options.positions.shape.rank == 2;
+  if (given) rope_options.position_count = t;
+  for (int64_t n = 0; n < (per_row ? N : 1); ++n) {
+    rope_options.positions = given ? options.positions.data + n * t : nullptr;
+    const int64_t batches = per_row ? 1 : N;
+    for (auto [heads, count] : {std::pair{&q, c.num_heads}, {&k, c.num_key_value_heads}}) {
+      float* first = heads->data() + n * count * t * hd;
+      s = rope({first, {batches * count, t, hd}}, rope_options, first);
+      if (!s.ok()) return s;
+    }
+  }
+
+  // Attention into the projection buffer, [N, numHeads, t, hd].
+  float* attended = projected.data();
+  const TensorView queries{q.data(), {N, c.num_heads, t, hd}};
+  if (options.cache) {
+    KVCache& cache = *options.cache;
+    s = cache.append({k.data(), {N, c.num_key_value_heads, t, hd}}, {v.data(), {N, c.num_key_value_heads, t, hd}});
+    if (!s.ok()) return s;
+    CacheAttendOptions attend;
+    attend.scale = c.scale;
+    attend.softcap = c.softcap;
+    attend.attn_mask = options.attn_mask;
+    s = cache.attend(queries, attend, attended, weights);
+    if (!s.ok()) {
+      cache.truncate(cache.length() - t);  // only out of memory gets here: take the positions back
+      return s;
+    }
+  } else {
+    SdpaOptions sdpa;
+    sdpa.attn_mask = options.attn_mask;
+    sdpa.causal = Causal::lower_right;
+    sdpa.scale = c.scale;
+    sdpa.enable_gqa = true;
+    sdpa.window = c.sliding_window;
+    sdpa.softcap = c.softcap;
+    s = scaled_dot_product_attention(queries, {k.data(), {N, c.num_key_value_heads, t, hd}},
+                                     {v.data(), {N, c.num_key_value_heads, t, hd}}, sdpa, attended, weights);
+    if (!s.ok()) return s;
+  }
+  swap_middle(attended, N, c.num_heads, t, hd, q.data());
+  linear(rows, q.data(), q_size, o_weight_, bias(o_proj_bias_), output, c.hidden_size);
+  return Status::success();
+}
+
+}  // namespace attn

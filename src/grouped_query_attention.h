@@ -1,0 +1,65 @@
+// The attention block of Hugging Face's Llama, Mistral, Qwen2 and Gemma 2 models (LlamaAttention
+// and its kin): q/k/v projections, rotary positions, grouped key/value heads, lower-right causal
+// attention over a KV cache or the input alone, and the output projection, loaded from their
+// state-dict names.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "kv_cache.h"
+#include "linear.h"
+#include "module.h"
+#include "tensor.h"
+
+namespace attn {
+
+struct GroupedQueryAttentionConfig {
+  int64_t hidden_size = 0, num_heads = 0, num_key_value_heads = 0;
+  int64_t head_dim = 0;  // 0: hidden_size / num_heads
+  bool qkv_bias = false;     // Qwen2
+  bool output_bias = false;
+  double rope_base = 10000.0;
+  bool rope_interleaved = false;
+  std::optional<int64_t> rotary_dim;  // default head_dim
+  std::optional<int64_t> sliding_window;  // Mistral, Gemma 2
+  std::optional<float> softcap;           // Gemma 2's attn_logit_softcapping
+  std::optional<float> scale;             // default 1 / sqrt(head_dim)
+};
+
+struct GroupedQueryAttentionOptions {
+  // RoPE positions [t] or [N, t]; absent: the cache's position + 0 … t - 1, or 0 … t - 1.
+  IdsView positions;
+  // Broadcastable to [N, numHeads, t, m] (m: the positions attended), boolean 1 = may attend.
+  MaskView attn_mask;
+  KVCache* cache = nullptr;  // k and v are appended to it and attention covers all it holds
+};
+
+class GroupedQueryAttention : public Module {
+ public:
+  static Status create(const GroupedQueryAttentionConfig& config, std::unique_ptr<GroupedQueryAttention>* out);
+  const GroupedQueryAttentionConfig& config() const { return config_; }
+
+  // The cache the block's forward() appends to: numKeyValueHeads heads of headDim, its window the
+  // sliding window.
+  KVCacheConfig cache_config(int64_t max_length, int64_t batch, CacheDtype dtype) const;
+
+  // x [N, t, hiddenSize] → output [N, t, hiddenSize], weights [N, numHeads, t, m].
+  Status check_forward(const Shape& x, const GroupedQueryAttentionOptions& options, Shape* output_shape,
+                       Shape* weights_shape) const;
+  Status forward(const TensorView& x, const GroupedQueryAttentionOptions& options, float* output,
+                 float* weights) const;
+
+ private:
+  explicit GroupedQueryAttention(const GroupedQueryAttentionConfig& config);
+  Status prepare() override;
+  Status check_cache(const Shape& x, const KVCache& cache) const;
+
+  GroupedQueryAttentionConfig config_;
+  int q_proj_weight_ = -1, k_proj_weight_ = -1, v_proj_weight_ = -1, o_proj_weight_ = -1;
+  int q_proj_bias_ = -1, k_proj_bias_ = -1, v_proj_bias_ = -1, o_proj_bias_ = -1;
+  PackedWeight q_weight_, k_weight_, v_weight_, o_weight_;
+};
+
+}  // namespace attn

@@ -1,0 +1,100 @@
+// A KV cache: the keys and values of the positions seen so far, held between decode steps so that
+// each step appends only its new positions, and attention of the latest queries over them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "buffer.h"
+#include "half.h"
+#include "status.h"
+#include "tensor.h"
+
+namespace attn {
+
+enum class CacheDtype { f32, f16 };
+
+struct KVCacheConfig {
+  int64_t batch = 1, heads = 0, head_dim = 0;
+  int64_t value_dim = 0;  // 0: head_dim
+  int64_t max_length = 0;
+  CacheDtype dtype = CacheDtype::f32;
+  // A sliding window W makes the cache a ring buffer of the latest positions: after an append of
+  // t >= 1 it holds the latest W - 1 + t (the t new queries each see their W latest keys), so
+  // memory is O(W + t) over any number of steps, and max_length is only the first reservation.
+  std::optional<int64_t> window;
+};
+
+// attend()'s options: those of scaled_dot_product_attention that apply to a cache. Causal means
+// lower-right (the n queries are the latest n positions held).
+struct CacheAttendOptions {
+  bool causal = true;
+  std::optional<float> scale;     // default 1 / sqrt(head_dim)
+  std::optional<float> softcap;
+  bool alibi = false;
+  const float* alibi_slopes = nullptr;  // [Hq], or null for Press et al.'s
+  int64_t alibi_slope_count = 0;
+  std::optional<int64_t> window;  // default: the cache's
+  MaskView attn_mask;             // broadcastable to [batch, Hq, n, length]
+};
+
+class KVCache {
+ public:
+  static Status create(const KVCacheConfig& config, std::unique_ptr<KVCache>* out);
+
+  const KVCacheConfig& config() const { return config_; }
+  int64_t length() const { return length_; }      // positions held
+  int64_t position() const { return position_; }  // positions appended since creation or reset()
+  // The positions held once t more are appended (the ring keeps the latest W - 1 + t).
+  int64_t length_after_append(int64_t t) const;
+
+  // key [batch, heads, t, head_dim], value [batch, heads, t, value_dim]. Refused (nothing changes)
+  // past max_length without a window.
+  Status check_append(const Shape& key, const Shape& value) const;
+  Status append(const TensorView& key, const TensorView& value);
+
+  // query [batch, Hq, n, head_dim], Hq a multiple of heads (grouped heads), n <= length(): the
+  // latest n positions. Writes output [batch, Hq, n, value_dim] and, when non-null, weights
+  // [batch, Hq, n, length()] (columns oldest first).
+  Status check_attend(const Shape& query, const CacheAttendOptions& options, Shape* output, Shape* weights) const;
+  Status attend(const TensorView& query, const CacheAttendOptions& options, float* output, float* weights) const;
+
+  // Drops the latest positions, keeping `length` (rollback).
+  Status truncate(int64_t length);
+  void reset();
+  // The held keys [batch, heads, length, head_dim] and values [..., value_dim] as floats, oldest
+  // first.
+  void copy_keys(float* out) const;
+  void copy_values(float* out) const;
+
+ private:
+  // Keys or values: [batch · heads][capacity][width] elements of the cache's dtype.
+  struct Rows {
+    int64_t width = 0;
+    FloatBuffer f32;
+    Buffer<Half> f16;
+  };
+
+  explicit KVCache(const KVCacheConfig& config) : config_(config) {}
+  Status reserve(int64_t capacity);
+  int64_t slot(int64_t index) const { return (start_ + index) % capacity_; }
+  int64_t row_offset(const Rows& rows, int64_t block, int64_t index) const {
+    return (block * capacity_ + slot(index)) * rows.width;
+  }
+  void write(Rows& rows, const float* source, int64_t t);
+  // Held positions [first, first + count) of every block, widened, as [blocks, count, width].
+  void copy_out(const Rows& rows, int64_t first, int64_t count, float* out) const;
+  Status attend_decode(const TensorView& query, const CacheAttendOptions& options, float* output) const;
+
+  KVCacheConfig config_;
+  Rows keys_, values_;
+  int64_t capacity_ = 0;  // positions each block has room for
+  int64_t start_ = 0;     // the slot of the oldest held position
+  int64_t length_ = 0, position_ = 0;
+  // Set once an Inf or NaN is stored as f16 (until reset()): the register widening of the decode
+  // kernels is for finite values, so such caches attend through exact widening.
+  bool non_finite_ = false;
+};
+
+}  // namespace attn

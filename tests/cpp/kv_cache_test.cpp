@@ -1,0 +1,221 @@
+// The KV cache: its decode path (n = 1, no weights) against scaled_dot_product_attention over the
+// same held keys (itself checked against PyTorch fixtures), the ring buffer's bookkeeping, f16
+// storage, threads splitting the keys, and refused calls changing nothing. The PyTorch fixtures of
+// kv_cache.json and gqa.json are checked in fixture_decoding_test.cpp.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "attention.h"
+#include "kv_cache.h"
+#include "parallel.h"
+
+namespace {
+
+using attn::CacheDtype;
+using attn::KVCache;
+using attn::KVCacheConfig;
+using attn::Shape;
+
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::unique_ptr<KVCache> make_cache(KVCacheConfig config) {
+  std::unique_ptr<KVCache> cache;
+  REQUIRE(KVCache::create(config, &cache).ok());
+  return cache;
+}
+
+// Appends t random positions; returns nothing, the cache holds them.
+void append_random(KVCache& cache, int64_t t, uint32_t seed) {
+  const KVCacheConfig& c = cache.config();
+  const std::vector<float> key = random_floats(c.batch * c.heads * t * c.head_dim, seed);
+  const std::vector<float> value = random_floats(c.batch * c.heads * t * c.value_dim, seed + 1);
+  REQUIRE(cache.append({key.data(), {c.batch, c.heads, t, c.head_dim}},
+                       {value.data(), {c.batch, c.heads, t, c.value_dim}}).ok());
+}
+
+// The cache's attend against SDPA over its own held keys and values (lower-right causal, grouped
+// heads, the cache's window): both paths must agree to float rounding.
+void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, const attn::CacheAttendOptions& options,
+                          bool weights) {
+  const KVCacheConfig& c = cache.config();
+  Shape output_shape, weights_shape;
+  REQUIRE(cache.check_attend(query.shape, options, &output_shape, &weights_shape).ok());
+  std::vector<float> keys(c.batch * c.heads * cache.length() * c.head_dim);
+  std::vector<float> values(c.batch * c.heads * cache.length() * c.value_dim);
+  cache.copy_keys(keys.data());
+  cache.copy_values(values.data());
+  attn::SdpaOptions sdpa;
+  sdpa.causal = options.causal ? attn::Causal::lower_right : attn::Causal::none;
+  sdpa.enable_gqa = true;
+  sdpa.window = options.window ? options.window : c.window;
+  sdpa.scale = options.scale;
+  sdpa.softcap = options.softcap;
+  sdpa.alibi = options.alibi;
+  sdpa.attn_mask = options.attn_mask;
+  std::vector<float> want(output_shape.numel()), got(output_shape.numel(), 99.0f);
+  std::vector<float> got_weights(weights ? weights_shape.numel() : 0), want_weights(got_weights.size());
+  REQUIRE(attn::scaled_dot_product_attention(query, {keys.data(), {c.batch, c.heads, cache.length(), c.head_dim}},
+                                             {values.data(), {c.batch, c.heads, cache.length(), c.value_dim}}, sdpa,
+                                             want.data(), weights ? want_weights.data() : nullptr)
+              .ok());
+  REQUIRE(cache.attend(query, options, got.data(), weights ? got_weights.data() : nullptr).ok());
+  for (size_t i = 0; i < want.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(2e-6));
+  for (size_t i = 0; i < want_weights.size(); ++i) REQUIRE(got_weights[i] == Approx(want_weights[i]).margin(1e-7));
+}
+
+}  // namespace
+
+TEST_CASE("a decode step over the cache equals SDPA over the keys it holds", "[kv_cache]") {
+  const int thread_counts[] = {1, 3};
+  for (const int threads : thread_counts)
+    for (const CacheDtype dtype : {CacheDtype::f32, CacheDtype::f16})
+      for (const int64_t head_dim : {5, 64}) {
+        INFO("threads " << threads << ", f16 " << (dtype == CacheDtype::f16) << ", head_dim " << head_dim);
+        attn::set_thread_count(threads);
+        KVCacheConfig config;
+        config.batch = 2;
+        config.heads = 2;
+        config.head_dim = head_dim;
+        config.value_dim = 7;
+        config.max_length = 1400;
+        config.dtype = dtype;
+        auto cache = make_cache(config);
+        // Long enough for key ranges split across threads (and several 128-key chunks each).
+        append_random(*cache, 1300, 1);
+        const std::vector<float> q = random_floats(2 * 6 * head_dim, 3);
+        const attn::TensorView query{q.data(), {2, 6, 1, head_dim}};
+        attn::CacheAttendOptions options;
+        require_matches_sdpa(*cache, query, options, false);
+        options.softcap = 2.0f;
+        options.alibi = true;
+        require_matches_sdpa(*cache, query, options, false);
+        options.window = 300;
+        require_matches_sdpa(*cache, query, options, false);
+        // A boolean mask over [batch, 1, 1, length] hiding every other key of batch 1, all of batch 0.
+        std::vector<uint8_t> mask(2 * 1300, 0);
+        for (int64_t j = 0; j < 1300; j += 2) mask[1300 + j] = 1;
+        options.attn_mask = {attn::MaskType::boolean, mask.data(), {2, 1, 1, 1300}, false};
+        require_matches_sdpa(*cache, query, options, false);
+        std::vector<float> out(2 * 6 * 7, 5.0f);
+        REQUIRE(cache->attend(query, options, out.data(), nullptr).ok());
+        for (int64_t e = 0; e < 6 * 7; ++e) REQUIRE(out[e] == 0.0f);  // batch 0 sees no key
+        options.causal = false;
+        require_matches_sdpa(*cache, query, options, true);
+      }
+  attn::set_thread_count(1);
+}
+
+TEST_CASE("the ring buffer keeps the latest positions across wraps and growth", "[kv_cache]") {
+  KVCacheConfig config;
+  config.heads = 1;
+  config.head_dim = 3;
+  config.max_length = 2;
+  config.window = 4;
+  auto cache = make_cache(config);
+  // Position p's key is (p, p, p): what the cache holds is readable from its keys.
+  const auto append_positions = [&](int64_t first, int64_t t) {
+    std::vector<float> key;
+    for (int64_t p = first; p < first + t; ++p) key.insert(key.end(), 3, static_cast<float>(p));
+    REQUIRE(cache->append({key.data(), {1, 1, t, 3}}, {key.data(), {1, 1, t, 3}}).ok());
+  };
+  const auto held = [&] {
+    std::vector<float> keys(cache->length() * 3), first_lanes;
+    cache->copy_keys(keys.data());
+    for (size_t i = 0; i < keys.size(); i += 3) first_lanes.push_back(keys[i]);
+    return first_lanes;
+  };
+  append_positions(0, 3);  // grows past max_length 2: a window has no length limit
+  REQUIRE(held() == std::vector<float>{0, 1, 2});
+  for (int64_t p = 3; p < 11; ++p) append_positions(p, 1);
+  REQUIRE(held() == std::vector<float>{7, 8, 9, 10});
+  REQUIRE(cache->position() == 11);
+  append_positions(11, 0);  // nothing appended, nothing dropped
+  REQUIRE(held() == std::vector<float>{7, 8, 9, 10});
+  append_positions(11, 5);  // 5 new queries each see their window: 3 older keys stay
+  REQUIRE(held() == std::vector<float>{8, 9, 10, 11, 12, 13, 14, 15});
+  REQUIRE(cache->truncate(6).ok());  // rollback of 2
+  REQUIRE(held() == std::vector<float>{8, 9, 10, 11, 12, 13});
+  REQUIRE(cache->position() == 14);
+  append_positions(14, 1);
+  REQUIRE(held() == std::vector<float>{11, 12, 13, 14});
+  cache->reset();
+  REQUIRE(cache->length() == 0);
+  REQUIRE(cache->position() == 0);
+  append_positions(0, 2);
+  REQUIRE(held() == std::vector<float>{0, 1});
+}
+
+TEST_CASE("an f16 cache holding Inf or NaN attends through exact widening", "[kv_cache][f16]") {
+  KVCacheConfig config;
+  config.heads = 1;
+  config.head_dim = 4;
+  config.max_length = 8;
+  auto f32 = make_cache(config);
+  config.dtype = CacheDtype::f16;
+  auto f16 = make_cache(config);
+  // 1e5 is past binary16's range: Inf in the f16 cache, which the f32 cache holds as given.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> key = {0.5f, -1.0f, 0.25f, 2.0f, 1e5f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  std::vector<float> value = {1.0f, 2.0f, 3.0f, 4.0f, 0.5f, 0.5f, 0.5f, 0.5f, -1.0f, 0.0f, 1.0f, 2.0f};
+  REQUIRE(f16->append({key.data(), {1, 1, 3, 4}}, {value.data(), {1, 1, 3, 4}}).ok());
+  key[4] = inf;
+  REQUIRE(f32->append({key.data(), {1, 1, 3, 4}}, {value.data(), {1, 1, 3, 4}}).ok());
+  for (const float q0 : {1.0f, -1.0f, 0.0f}) {  // scores +Inf, -Inf and NaN (0 · Inf) for key 1
+    const std::vector<float> q = {q0, 0.5f, 0.5f, 0.5f};
+    std::vector<float> from_f32(4), from_f16(4);
+    REQUIRE(f32->attend({q.data(), {1, 1, 1, 4}}, {}, from_f32.data(), nullptr).ok());
+    REQUIRE(f16->attend({q.data(), {1, 1, 1, 4}}, {}, from_f16.data(), nullptr).ok());
+    for (int e = 0; e < 4; ++e) {
+      INFO("q0 " << q0 << " lane " << e << ": " << from_f32[e] << " vs " << from_f16[e]);
+      REQUIRE(std::isnan(from_f32[e]) == std::isnan(from_f16[e]));
+      if (!std::isnan(from_f32[e])) REQUIRE(from_f16[e] == Approx(from_f32[e]).margin(1e-6));
+    }
+  }
+}
+
+TEST_CASE("refused cache calls name the argument and change nothing", "[kv_cache]") {
+  KVCacheConfig config;
+  config.heads = 2;
+  config.head_dim = 4;
+  config.max_length = 5;
+  auto cache = make_cache(config);
+  append_random(*cache, 4, 7);
+  std::vector<float> before(2 * 4 * 4), after(before.size());
+  cache->copy_keys(before.data());
+  const std::vector<float> two(2 * 2 * 4);
+  attn::Status s = cache->append({two.data(), {1, 2, 2, 4}}, {two.data(), {1, 2, 2, 4}});
+  REQUIRE(s.argument == "key");
+  REQUIRE(s.expected == "[1, 2, t ≤ 1, 4] (maxLength 5, 4 held)");
+  s = cache->append({two.data(), {1, 2, 1, 4}}, {two.data(), {1, 2, 1, 3}});
+  REQUIRE(s.argument == "value");
+  REQUIRE(cache->truncate(5).argument == "length");
+  REQUIRE(cache->length() == 4);
+  cache->copy_keys(after.data());
+  REQUIRE(after == before);
+  Shape output, weights;
+  const std::vector<float> q(1 * 3 * 5 * 4);
+  REQUIRE(cache->check_attend({1, 3, 1, 4}, {}, &output, &weights).argument == "query");  // 3 heads over 2
+  REQUIRE(cache->check_attend({1, 4, 5, 4}, {}, &output, &weights).expected ==
+          "[1, Hq (a multiple of 2), n ≤ 4 (the positions held), 4]");
+  KVCacheConfig windowed = config;
+  windowed.window = 3;
+  auto ring = make_cache(windowed);
+  append_random(*ring, 2, 9);
+  attn::CacheAttendOptions wide;
+  wide.window = 4;
+  REQUIRE(ring->check_attend({1, 2, 1, 4}, wide, &output, &weights).argument == "window");
+  std::unique_ptr<KVCache> none;
+  config.heads = 0;
+  REQUIRE(KVCache::create(config, &none).argument == "heads");
+  REQUIRE(none == nullptr);
+}
