@@ -389,6 +389,154 @@ export interface RelativeMultiHeadAttention extends AttentionModule {
   forward(query: Tensor, key: Tensor, value: Tensor, opts?: RelativeMultiHeadAttentionForwardOptions): AttentionResult<ResultTensor>;
 }
 
+/** `new attn.KVCache(opts)`. */
+export interface KVCacheOptions {
+  /** Default 1. */
+  batch?: number;
+  /** Key/value heads. */
+  heads: number;
+  headDim: number;
+  /** Default `headDim`. */
+  valueDim?: number;
+  /**
+   * Positions it can hold (memory is reserved up front). With a `window` it is only the first
+   * reservation: the cache is then a ring of the latest positions with no length limit.
+   */
+  maxLength: number;
+  /** `'f16'` stores IEEE binary16 (round to nearest even, out of range → ±Inf): half the memory. Default `'f32'`. */
+  dtype?: 'f32' | 'f16';
+  /**
+   * Sliding window `W`: a ring buffer holding the latest `W` positions (after an append of `t`
+   * at once, the latest `W − 1 + t`, so each new query sees its whole window).
+   */
+  window?: number | null;
+}
+
+/** `cache.attend(query, opts)`. */
+export interface KVCacheAttendOptions {
+  /** Default `true`: lower-right causal (the `n` queries are the latest `n` positions). `false` sees every held key. */
+  isCausal?: boolean;
+  /** Default `1/sqrt(headDim)`. */
+  scale?: number;
+  /** Gemma 2's soft cap: `s → c·tanh(s / c)`. */
+  softcap?: number;
+  /** ALiBi: `true` (Press et al.'s slopes) or one slope per query head. */
+  alibi?: boolean | Float32Array;
+  /** Key `j` visible iff `|p_i − j| < window`. Default the cache's; at most the cache's. */
+  window?: number;
+  /** Broadcastable to `[batch, Hq, n, length]`: boolean 1 = may attend, or additive. */
+  attnMask?: Mask | null;
+  /** Default false. Weight columns are the held positions, oldest first. */
+  needWeights?: boolean;
+}
+
+/**
+ * Keys and values held in wasm memory between decode steps, so that a step copies only its new
+ * positions. Counted by `stats().liveObjects` until `dispose()`.
+ */
+export interface KVCache {
+  readonly batch: number;
+  readonly heads: number;
+  readonly headDim: number;
+  readonly valueDim: number;
+  readonly maxLength: number;
+  readonly dtype: 'f32' | 'f16';
+  readonly window: number | null;
+  /** Positions held. */
+  readonly length: number;
+  /** Positions appended since creation or `reset()`, minus those truncated: the next position. */
+  readonly position: number;
+  /**
+   * Appends key `[batch, heads, t, headDim]` and value `[batch, heads, t, valueDim]`. Past
+   * `maxLength` (no window) it throws and keeps what it held.
+   */
+  append(key: Tensor, value: Tensor): this;
+  /**
+   * Attention of query `[batch, Hq, n, headDim]` (the latest `n` positions; `Hq` a multiple of
+   * `heads`) over the held positions: output `[batch, Hq, n, valueDim]`, weights
+   * `[batch, Hq, n, length]`. One query per head takes the decode path.
+   */
+  attend(query: Tensor, opts: KVCacheAttendOptions & { needWeights: true }): AttentionResult<ResultTensor>;
+  attend(query: Tensor, opts?: KVCacheAttendOptions & { needWeights?: false }): AttentionResult<null>;
+  attend(query: Tensor, opts?: KVCacheAttendOptions): AttentionResult;
+  /** Keeps the oldest `length` held positions (rollback of the latest). */
+  truncate(length: number): this;
+  /** Empties the cache, keeping its memory. */
+  reset(): this;
+  /** The held keys as float32 `[batch, heads, length, headDim]`, oldest first. */
+  keys(): ResultTensor;
+  /** The held values as float32 `[batch, heads, length, valueDim]`, oldest first. */
+  values(): ResultTensor;
+  /** Frees its wasm memory now; later use throws (`DISPOSED`). */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** `new attn.GroupedQueryAttention(hiddenSize, numHeads, numKeyValueHeads, opts)`. */
+export interface GroupedQueryAttentionOptions {
+  /** Default `hiddenSize / numHeads`. */
+  headDim?: number;
+  /** q/k/v projection biases (Qwen2). Default false. */
+  qkvBias?: boolean;
+  /** o_proj bias. Default false. */
+  outputBias?: boolean;
+  /** RoPE base (`rope_theta`). Default 10000. */
+  ropeBase?: number;
+  /** GPT-J-style interleaved RoPE instead of rotate-half. Default false. */
+  ropeInterleaved?: boolean;
+  /** Rotated dims (even). Default `headDim`. */
+  rotaryDim?: number;
+  /** Mistral / Gemma 2 `sliding_window`. */
+  slidingWindow?: number | null;
+  /** Gemma 2 `attn_logit_softcapping`. */
+  softcap?: number | null;
+  /** Default `1/sqrt(headDim)` (Gemma 2: `query_pre_attn_scalar ** -0.5`). */
+  scale?: number | null;
+}
+
+export interface GroupedQueryAttentionForwardOptions {
+  /** k and v are appended to it, and attention covers everything it holds. */
+  cache?: KVCache | null;
+  /** RoPE positions `[t]` (numbers or an Int32Array) or `[N, t]`. Default `cache.position + 0 … t−1`, or `0 … t−1`. */
+  positions?: readonly number[] | Int32Array | IdsTensor;
+  /** Broadcastable to `[N, numHeads, t, m]`: boolean 1 = may attend (left padding), or additive. */
+  attnMask?: Mask | null;
+  /** Default false. */
+  needWeights?: boolean;
+}
+
+/**
+ * The attention block of Hugging Face `LlamaAttention` / `MistralAttention` / `Qwen2Attention` /
+ * `Gemma2Attention`. `loadStateDict` takes `q_proj.weight [numHeads·headDim, hiddenSize]`,
+ * `k_proj.weight` and `v_proj.weight [numKeyValueHeads·headDim, hiddenSize]`,
+ * `o_proj.weight [hiddenSize, numHeads·headDim]`, the q/k/v biases with `qkvBias` and
+ * `o_proj.bias` with `outputBias` (`{ prefix: 'model.layers.0.self_attn.' }` reads one layer).
+ */
+export interface GroupedQueryAttention extends AttentionModule {
+  readonly hiddenSize: number;
+  readonly numHeads: number;
+  readonly numKeyValueHeads: number;
+  readonly headDim: number;
+  readonly qkvBias: boolean;
+  readonly outputBias: boolean;
+  readonly ropeBase: number;
+  readonly ropeInterleaved: boolean;
+  readonly rotaryDim: number;
+  readonly slidingWindow: number | null;
+  readonly softcap: number | null;
+  readonly scale: number | null;
+  /** A `KVCache` shaped for the block (`numKeyValueHeads` heads of `headDim`, window `slidingWindow`). */
+  createCache(maxLength: number, opts?: { batch?: number; dtype?: 'f32' | 'f16' }): KVCache;
+  /**
+   * x `[N, t, hiddenSize]` → output `[N, t, hiddenSize]`, weights `[N, numHeads, t, m]` (`m`: the
+   * positions attended, those the cache holds after the append, or `t`). Prefill (t > 1) runs
+   * the streaming path, decode (t = 1 with a cache) the decode path.
+   */
+  forward(x: Tensor, opts: GroupedQueryAttentionForwardOptions & { needWeights: true }): AttentionResult<ResultTensor>;
+  forward(x: Tensor, opts?: GroupedQueryAttentionForwardOptions & { needWeights?: false }): AttentionResult<null>;
+  forward(x: Tensor, opts?: GroupedQueryAttentionForwardOptions): AttentionResult;
+}
+
 /** Sequence lengths: integers in [0, maxLen], as an array or a typed array. */
 export type Lengths = readonly number[] | Uint8Array | Uint16Array | Uint32Array | Int8Array | Int16Array | Int32Array | Float32Array | Float64Array;
 
@@ -427,6 +575,10 @@ export interface Attention {
   readonly AdditiveAttention: new (querySize: number, keySize: number, hiddenSize: number, opts?: ModuleOptions) => AdditiveAttention;
   /** `new attn.RelativeMultiHeadAttention(heads, dModel, opts?)`; dModel divisible by heads. */
   readonly RelativeMultiHeadAttention: new (heads: number, dModel: number, opts?: RelativeMultiHeadAttentionOptions) => RelativeMultiHeadAttention;
+  /** `new attn.GroupedQueryAttention(hiddenSize, numHeads, numKeyValueHeads, opts?)`; numKeyValueHeads divides numHeads. */
+  readonly GroupedQueryAttention: new (hiddenSize: number, numHeads: number, numKeyValueHeads: number, opts?: GroupedQueryAttentionOptions) => GroupedQueryAttention;
+  /** `new attn.KVCache({ batch, heads, headDim, valueDim, maxLength, dtype, window })`. */
+  readonly KVCache: new (opts: KVCacheOptions) => KVCache;
   /**
    * The tensors of a `.safetensors` file (Hugging Face's format) as float32, in the order its
    * header lists them: names to `{ data, shape }` (a scalar's shape is `[]`), ready for any

@@ -308,7 +308,133 @@ const BAD_CALLS = {
     argument: /^x$/,
     message: ['[8]', 'L, d'],
   },
+  // KVCache and GroupedQueryAttention: one cache (2 heads of 4, 3 of 5 positions held) and one
+  // block (hidden 16, 4 heads over 2) per instance, so failing calls allocate nothing new.
+  'a KVCache without heads': {
+    call: (attn) => new attn.KVCache({ headDim: 4, maxLength: 8 }),
+    argument: /^heads$/,
+    message: ['an integer in [1, ', 'got undefined'],
+  },
+  'a KVCache of dtype bf16': {
+    call: (attn) => new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8, dtype: 'bf16' }),
+    argument: /^dtype$/,
+    message: ['"f16"', '"bf16"'],
+  },
+  'a KVCache window of 0': {
+    call: (attn) => new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8, window: 0 }),
+    argument: /^window$/,
+    message: ['got 0'],
+  },
+  'an append past maxLength': {
+    call: (attn) => decoding(attn).cache.append(f32([1, 2, 3, 4]), f32([1, 2, 3, 4])),
+    argument: /^key$/,
+    message: ['[1, 2, 3, 4]', 't ≤ 2', 'maxLength 5, 3 held'],
+  },
+  'an append whose value has fewer positions': {
+    call: (attn) => decoding(attn).cache.append(f32([1, 2, 1, 4]), f32([1, 2, 2, 4])),
+    argument: /^value$/,
+    message: ['[1, 2, 2, 4]', '[1, 2, 1, 4]'],
+  },
+  'an append of heads the cache does not have': {
+    call: (attn) => decoding(attn).cache.append(f32([1, 3, 1, 4]), f32([1, 3, 1, 4])),
+    argument: /^key$/,
+    message: ['[1, 3, 1, 4]', '[1, 2, t, 4]'],
+  },
+  'an attend of query heads that are no multiple of the cache heads': {
+    call: (attn) => decoding(attn).cache.attend(f32([1, 3, 1, 4])),
+    argument: /^query$/,
+    message: ['[1, 3, 1, 4]', 'a multiple of 2'],
+  },
+  'an attend of more queries than positions held': {
+    call: (attn) => decoding(attn).cache.attend(f32([1, 2, 4, 4])),
+    argument: /^query$/,
+    message: ['[1, 2, 4, 4]', 'n ≤ 3'],
+  },
+  'an attend mask that does not broadcast': {
+    call: (attn) => decoding(attn).cache.attend(f32([1, 2, 1, 4]), { attnMask: { shape: [1, 1, 1, 4], data: new Uint8Array(4) } }),
+    argument: /^attnMask$/,
+    message: ['[1, 1, 1, 4]', '[1, 2, 1, 3]'],
+  },
+  'an attend with ALiBi slopes of the wrong length': {
+    call: (attn) => decoding(attn).cache.attend(f32([1, 4, 1, 4]), { alibi: new Float32Array(2) }),
+    argument: /^alibi$/,
+    message: ['4 slopes', 'got 2 slopes'],
+  },
+  'an attend of a misspelt option': {
+    call: (attn) => decoding(attn).cache.attend(f32([1, 2, 1, 4]), { is_causal: false }),
+    argument: /^is_causal$/,
+    message: ['isCausal'],
+  },
+  'a truncate past the positions held': {
+    call: (attn) => decoding(attn).cache.truncate(4),
+    argument: /^length$/,
+    message: ['[0, 3]', 'got 4'],
+  },
+  'a negative truncate': {
+    call: (attn) => decoding(attn).cache.truncate(-1),
+    argument: /^length$/,
+    message: ['-1'],
+  },
+  'GroupedQueryAttention with key/value heads that do not divide the heads': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 3),
+    argument: /^numKeyValueHeads$/,
+    message: ['divisor of numHeads (4)', 'got 3'],
+  },
+  'GroupedQueryAttention with a hidden size the heads do not divide': {
+    call: (attn) => new attn.GroupedQueryAttention(18, 4, 2),
+    argument: /^hiddenSize$/,
+    message: ['multiple of numHeads', '18'],
+  },
+  'GroupedQueryAttention with an odd rotaryDim': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { rotaryDim: 3 }),
+    argument: /^rotaryDim$/,
+    message: ['even', 'got 3'],
+  },
+  'a GroupedQueryAttention input of the wrong width': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 3, 12])),
+    argument: /^x$/,
+    message: ['[1, 3, 12]', '[N, t, 16]'],
+  },
+  'GroupedQueryAttention positions of the wrong length': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 3, 16]), { positions: [0, 1] }),
+    argument: /^positions$/,
+    message: ['[2]', '[3] or [1, 3]'],
+  },
+  'GroupedQueryAttention with a cache of other heads': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 1, 16]), { cache: decoding(attn).cache }),
+    argument: /^cache$/,
+    message: ['2 heads of 2 (createCache gives one)', 'got batch 1, 2 heads of 4'],
+  },
+  'GroupedQueryAttention with a cache that is not a KVCache': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 1, 16]), { cache: { append() {} } }),
+    argument: /^cache$/,
+    message: ['KVCache'],
+  },
+  'GroupedQueryAttention input past its cache': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 5, 16]), { cache: decoding(attn).gqaCache }),
+    argument: /^x$/,
+    message: ['[1, 5, 16]', 't ≤ 4', 'maxLength 4'],
+  },
+  'a GroupedQueryAttention state dict without k_proj.weight': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2).loadStateDict({
+      'q_proj.weight': f32([16, 16]), 'v_proj.weight': f32([8, 16]), 'o_proj.weight': f32([16, 16]),
+    }),
+    argument: /k_proj\.weight/,
+    message: ['[8, 16]'],
+  },
 };
+
+// The cache and block the bad calls above use, one of each per instance.
+const decodingObjects = new WeakMap();
+function decoding(attn) {
+  if (!decodingObjects.has(attn)) {
+    const cache = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 5 }).append(f32([1, 2, 3, 4]), f32([1, 2, 3, 4]));
+    const gqa = new attn.GroupedQueryAttention(16, 4, 2, { headDim: 2 });
+    gqa.loadStateDict({ 'q_proj.weight': f32([8, 16]), 'k_proj.weight': f32([4, 16]), 'v_proj.weight': f32([4, 16]), 'o_proj.weight': f32([16, 8]) });
+    decodingObjects.set(attn, { cache, gqa, gqaCache: gqa.createCache(4) });
+  }
+  return decodingObjects.get(attn);
+}
 
 function assertAttentionError(fn, { argument, message }) {
   assert.throws(fn, (err) => {

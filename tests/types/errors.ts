@@ -115,6 +115,18 @@ mha.loadStateDict([tensor([24, 8])]);
 mha.loadStateDict({}, { prefix: 0 });
 // @ts-expect-error misspelt option (prefix)
 mha.loadStateDict({}, { prefx: 'layers.0.' });
+// @ts-expect-error a KVCache needs heads, headDim and maxLength
+new attn.KVCache({ heads: 2 });
+// @ts-expect-error the cache's dtype is 'f32' or 'f16'
+new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8, dtype: 'bf16' });
+// @ts-expect-error needWeights: false gives null weights
+new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8 }).attend(q, { needWeights: false }).weights.shape;
+// @ts-expect-error a cache's length is read-only (truncate() changes it)
+new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8 }).length = 0;
+// @ts-expect-error GroupedQueryAttention needs the key/value head count
+new attn.GroupedQueryAttention(64, 8);
+// @ts-expect-error the cache option is a KVCache
+new attn.GroupedQueryAttention(64, 8, 2).forward(q, { cache: {} });
 // @ts-expect-error loadSafetensors takes the file's bytes, not its name
 attn.loadSafetensors('model.safetensors');
 // @ts-expect-error constructor arguments are read-only

@@ -10,6 +10,9 @@ import {
   type BoolMask,
   type BuildName,
   type Features,
+  type GroupedQueryAttention,
+  type KVCache,
+  type KVCacheAttendOptions,
   type FloatMask,
   type IdsTensor,
   type InitOptions,
@@ -97,6 +100,30 @@ const ropeOptions: RopeOptions = { positions: [3, 4], base: 500000, rotaryDim: 4
 const rotated: ResultTensor = attn.rope(q, ropeOptions);
 attn.rope(q, { positions: Int32Array.of(0, 1), offset: 2 });
 const rotatedShape: number[] = rotated.shape;
+
+// ---- KV cache and GroupedQueryAttention ----------------------------------------------------
+const kvCache: KVCache = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 16, dtype: 'f16', window: 8 });
+new attn.KVCache({ batch: 2, heads: 2, headDim: 4, valueDim: 6, maxLength: 16 }).dispose();
+kvCache.append(k, v).append(k, v);
+const attendOptions: KVCacheAttendOptions = { isCausal: false, softcap: 30, alibi: true, window: 4, attnMask: null };
+const attended: AttentionResult<ResultTensor> = kvCache.attend(q, { ...attendOptions, needWeights: true });
+const decoded: ResultTensor = kvCache.attend(q).output;
+const heldLength: number = kvCache.length + kvCache.position;
+const heldKeys: ResultTensor = kvCache.truncate(1).reset().keys();
+const heldValues: ResultTensor = kvCache.values();
+const cacheDtype: 'f32' | 'f16' = kvCache.dtype;
+const cacheWindow: number | null = kvCache.window;
+kvCache[Symbol.dispose]();
+const gqa: GroupedQueryAttention = new attn.GroupedQueryAttention(64, 8, 2, {
+  headDim: 8, qkvBias: true, outputBias: false, ropeBase: 500000, ropeInterleaved: false, rotaryDim: 8,
+  slidingWindow: 4096, softcap: 50, scale: 0.0625,
+});
+gqa.loadStateDict(new Map<string, ResultTensor>(), { prefix: 'model.layers.0.self_attn.' });
+const gqaCache: KVCache = gqa.createCache(128, { batch: 1, dtype: 'f16' });
+const prefill: AttentionResult<null> = gqa.forward(tensor([1, 5, 64]), { cache: gqaCache, positions: [0, 1, 2, 3, 4] });
+const step: AttentionResult<ResultTensor> = gqa.forward(tensor([1, 1, 64]), { cache: gqaCache, needWeights: true });
+gqa.forward(tensor([2, 3, 64]), { positions: { data: new Int32Array(6), shape: [2, 3] }, attnMask: { data: new Uint8Array(6), shape: [2, 1, 1, 3] } });
+const gqaHeads: number = gqa.numHeads + gqa.numKeyValueHeads + gqa.headDim + gqa.rotaryDim;
 // A shape written `as const` is accepted.
 attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);
 
