@@ -14,3 +14,11 @@ test('pytorch_to_js.mjs reproduces the exported nn.MultiheadAttention output', (
   assert.ok(result.outputError <= 2e-5, `output error ${result.outputError}`);
   assert.ok(result.weightsError <= 2e-5, `weights error ${result.weightsError}`);
 });
+
+test('llama_attention.mjs runs the exported Llama block (prefill and 32 decode steps) as PyTorch does', () => {
+  const printed = execFileSync(process.execPath, ['examples/llama_attention.mjs'], { cwd: root, encoding: 'utf8' });
+  const result = JSON.parse(printed);
+  assert.equal(result.steps, 33);
+  assert.equal(result.cacheLength, 40);
+  assert.ok(result.maxError <= 2e-5, `max error ${result.maxError}`);
+});
