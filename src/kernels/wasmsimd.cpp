@@ -163,24 +163,39 @@ void gemm_nt_tile(size_t K, const float* A, size_t lda, const T* B, size_t ldb, 
   }
 }
 
-template <int MR, class T>
+template <int MR, int NR, class T>
 void gemm_nt_rows(size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C, size_t ldc) {
   size_t j = 0;
-  for (; j + 4 <= N; j += 4) gemm_nt_tile<MR, 4>(K, A, lda, B + j * ldb, ldb, C + j, ldc);
-  switch (N - j) {
-    case 3: gemm_nt_tile<MR, 3>(K, A, lda, B + j * ldb, ldb, C + j, ldc); break;
-    case 2: gemm_nt_tile<MR, 2>(K, A, lda, B + j * ldb, ldb, C + j, ldc); break;
-    case 1: gemm_nt_tile<MR, 1>(K, A, lda, B + j * ldb, ldb, C + j, ldc); break;
-    default: break;
+  for (; j + NR <= N; j += NR) gemm_nt_tile<MR, NR>(K, A, lda, B + j * ldb, ldb, C + j, ldc);
+  if constexpr (NR > 3) {
+    if (N - j == 3) {
+      gemm_nt_tile<MR, 3>(K, A, lda, B + j * ldb, ldb, C + j, ldc);
+      return;
+    }
   }
+  if constexpr (NR > 2) {
+    if (N - j >= 2) {
+      gemm_nt_tile<MR, 2>(K, A, lda, B + j * ldb, ldb, C + j, ldc);
+      j += 2;
+    }
+  }
+  if (j < N) gemm_nt_tile<MR, 1>(K, A, lda, B + j * ldb, ldb, C + j, ldc);
 }
 
-template <class T>
-void gemm_nt_2x4__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb,
-                           float* C, size_t ldc) {
+// MR x NR tiles: 2 x 4 for float keys (scores of query tiles), 4 x 2 for binary16 keys, whose
+// widening then happens once for the 4 query heads of a decode step's group rather than twice.
+template <int MR, int NR, class T>
+void gemm_nt__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const T* B, size_t ldb, float* C,
+                       size_t ldc) {
   size_t i = 0;
-  for (; i + 2 <= M; i += 2) gemm_nt_rows<2>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
-  if (i < M) gemm_nt_rows<1>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+  for (; i + MR <= M; i += MR) gemm_nt_rows<MR, NR>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+  if constexpr (MR > 2) {
+    if (i + 2 <= M) {
+      gemm_nt_rows<2, NR>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
+      i += 2;
+    }
+  }
+  if (i < M) gemm_nt_rows<1, NR>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc);
 }
 
 // C[MR, 4·NV columns] += A[MR, K] · B[K, those columns]: each A element is splat and multiplied
@@ -458,14 +473,14 @@ const KernelSet kWasmSimdKernels = {
 #else
     "wasmsimd",
 #endif
-    gemm_nt_2x4__wasmsimd<float>,
+    gemm_nt__wasmsimd<2, 4, float>,
     scale_bias_max__wasmsimd,
     score_terms_max__wasmsimd,
     exp_sum__wasmsimd_rr2_p5,
     scale__wasmsimd,
     gemm_packed_4x8__wasmsimd_splat,
     tanh_scores__wasmsimd,
-    gemm_nt_2x4__wasmsimd<uint16_t>,
+    gemm_nt__wasmsimd<4, 2, uint16_t>,
     gemm_nn_add_4x8__wasmsimd<float>,
     gemm_nn_add_4x8__wasmsimd<uint16_t>,
 };
