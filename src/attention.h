@@ -42,6 +42,9 @@ struct SdpaOptions {
   // the query's leading dims. `shared_document_ids`: both are one documentIds (n == m).
   IdsView query_document_ids, key_document_ids;
   bool shared_document_ids = false;
+  // p_i = i + m - n even without the lower-right causal rule, for window and ALiBi: a KV cache's
+  // queries are its latest positions whether or not it hides the keys after them.
+  bool queries_last = false;
 };
 
 // Press et al.'s ALiBi slopes for `heads` heads (any count): for a power of two H,

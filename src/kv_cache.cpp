@@ -246,6 +246,7 @@ Status KVCache::attend(const TensorView& query, const CacheAttendOptions& option
   SdpaOptions sdpa;
   sdpa.attn_mask = options.attn_mask;
   sdpa.causal = options.causal ? Causal::lower_right : Causal::none;
+  sdpa.queries_last = true;
   sdpa.scale = options.scale;
   sdpa.enable_gqa = true;
   sdpa.window = options.window ? options.window : c.window;

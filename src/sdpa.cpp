@@ -137,7 +137,7 @@ Status scaled_dot_product_attention(const TensorView& query, const TensorView& k
   ScoreMask mask;
   if (options.attn_mask.present()) mask.add(BroadcastMask(options.attn_mask, scores));
   mask.set_causal(options.causal != Causal::none);
-  if (options.causal == Causal::lower_right) mask.set_position_offset(blocks.m - blocks.n);
+  if (options.causal == Causal::lower_right || options.queries_last) mask.set_position_offset(blocks.m - blocks.n);
   if (options.window) mask.set_window(*options.window);
   if (options.query_document_ids.present())
     mask.set_documents(DocumentMask(options.query_document_ids, options.key_document_ids, scores));

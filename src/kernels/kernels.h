@@ -78,8 +78,11 @@ extern const KernelSet kScalarKernels;
 extern const KernelSet kWasmSimdKernels;
 #endif
 
-// The fastest set this build was compiled for.
+// The set the operators call: the fastest this build was compiled for, unless overridden.
 const KernelSet& active_kernels();
+// Makes the operators call `set` (null: the default again), so that the differential fuzzer runs
+// one call on every set. Not thread-safe: call it between operator calls.
+void override_active_kernels(const KernelSet* set);
 
 // Every set this build has, the scalar twins first: what the tester checks and the benchmarks time.
 std::vector<const KernelSet*> compiled_kernel_sets();

@@ -56,6 +56,7 @@ void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, c
   cache.copy_values(values.data());
   attn::SdpaOptions sdpa;
   sdpa.causal = options.causal ? attn::Causal::lower_right : attn::Causal::none;
+  sdpa.queries_last = true;
   sdpa.enable_gqa = true;
   sdpa.window = options.window ? options.window : c.window;
   sdpa.scale = options.scale;
@@ -218,4 +219,40 @@ TEST_CASE("refused cache calls name the argument and change nothing", "[kv_cache
   config.heads = 0;
   REQUIRE(KVCache::create(config, &none).argument == "heads");
   REQUIRE(none == nullptr);
+}
+
+// Fuzzer finding: without the causal rule the prefill path placed the queries at positions 0 … n-1
+// for window and ALiBi, the decode path at the latest n. Both must take the latest n.
+TEST_CASE("attends without the causal rule place the queries at the latest positions (window, ALiBi)", "[kv_cache]") {
+  KVCacheConfig config;
+  config.heads = 1;
+  config.head_dim = 1;
+  config.max_length = 3;
+  auto cache = make_cache(config);
+  const std::vector<float> keys = {1.0f, 2.0f, 3.0f}, values = {10.0f, 20.0f, 30.0f};
+  REQUIRE(cache->append({keys.data(), {1, 1, 3, 1}}, {values.data(), {1, 1, 3, 1}}).ok());
+  const std::vector<float> q = {0.5f};
+  attn::CacheAttendOptions options;
+  options.causal = false;
+  options.window = 1;  // the query at position 2 sees key 2 alone
+  std::vector<float> decoded(1), weights(3), prefilled(1);
+  REQUIRE(cache->attend({q.data(), {1, 1, 1, 1}}, options, decoded.data(), nullptr).ok());
+  REQUIRE(cache->attend({q.data(), {1, 1, 1, 1}}, options, prefilled.data(), weights.data()).ok());
+  REQUIRE(decoded[0] == 30.0f);
+  REQUIRE(prefilled[0] == 30.0f);
+  REQUIRE(weights == std::vector<float>{0.0f, 0.0f, 1.0f});
+  // ALiBi's distances j - p run from -2 to 0 for the latest position: key 0 is the most penalised.
+  options.window.reset();
+  options.alibi = true;
+  const std::vector<float> slope = {8.0f};
+  options.alibi_slopes = slope.data();
+  options.alibi_slope_count = 1;
+  REQUIRE(cache->attend({q.data(), {1, 1, 1, 1}}, options, prefilled.data(), weights.data()).ok());
+  REQUIRE(cache->attend({q.data(), {1, 1, 1, 1}}, options, decoded.data(), nullptr).ok());
+  // scores 0.5·k + 8·(j − 2): -15.5, -7, 1.5
+  const double e0 = std::exp(-17.0), e1 = std::exp(-8.5), total = e0 + e1 + 1.0;
+  REQUIRE(weights[0] == Approx(e0 / total).epsilon(1e-5));
+  REQUIRE(weights[2] == Approx(1.0 / total).epsilon(1e-6));
+  REQUIRE(decoded[0] == Approx((10 * e0 + 20 * e1 + 30) / total).epsilon(1e-6));
+  REQUIRE(prefilled[0] == Approx(decoded[0]).epsilon(1e-6));
 }
