@@ -7,6 +7,7 @@ const encoder = new TextEncoder();
 
 // Data types (TensorProto.DataType) and attribute types (AttributeProto.AttributeType).
 export const FLOAT = 1;
+export const INT32 = 6;
 export const INT64 = 7;
 const ATTR_FLOAT = 1, ATTR_INT = 2, ATTR_INTS = 7;
 
@@ -90,11 +91,17 @@ function tensorProto(name, { type, dims, data }) {
   return w.bytes(9, raw);
 }
 
-/** ValueInfoProto { name = 1, type = 2: TypeProto { tensor_type = 1: { elem_type = 1, shape = 2 } } }. */
+/**
+ * ValueInfoProto { name = 1, type = 2: TypeProto { tensor_type = 1: { elem_type = 1, shape = 2 } } }.
+ * `dims` null leaves the shape to ORT's inference.
+ */
 function valueInfo({ name, type = FLOAT, dims }) {
-  const shape = new Writer();
-  for (const d of dims) shape.message(1, new Writer().int(1, d));  // Dimension.dim_value = 1
-  const tensorType = new Writer().int(1, type).message(2, shape);
+  const tensorType = new Writer().int(1, type);
+  if (dims) {
+    const shape = new Writer();
+    for (const d of dims) shape.message(1, new Writer().int(1, d));  // Dimension.dim_value = 1
+    tensorType.message(2, shape);
+  }
   return new Writer().string(1, name).message(2, new Writer().message(1, tensorType));
 }
 

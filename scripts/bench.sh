@@ -16,11 +16,12 @@ if [ ! -d "$root/bench/node_modules" ]; then
   npm ci --prefix "$root/bench" --no-audit --no-fund
 fi
 # `--sdpa-options` first runs bench/sdpa-options.mjs (the v2 options: window, grouped heads, ALiBi,
-# soft cap, documents) with the remaining arguments instead.
+# soft cap, documents) with the remaining arguments instead; `--decode` runs bench/decode.mjs (a
+# decode step over a KV cache against onnxruntime-web's GroupQueryAttention and the read rate).
 script="$root/bench/attention.mjs"
-if [ "${1:-}" = --sdpa-options ]; then
-  script="$root/bench/sdpa-options.mjs"
-  shift
-fi
+case "${1:-}" in
+  --sdpa-options) script="$root/bench/sdpa-options.mjs"; shift ;;
+  --decode) script="$root/bench/decode.mjs"; shift ;;
+esac
 # Node 20 runs relaxed SIMD (the ours-relaxed rows) only behind this flag; the peers are unaffected.
 exec node --experimental-wasm-relaxed-simd "$script" "$@"

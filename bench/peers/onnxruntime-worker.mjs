@@ -29,12 +29,12 @@ const commands = {
     return { output: results.out.data, ms, numThreads: ort.env.wasm.numThreads };
   },
 
-  // Loads given model bytes with named float32 feeds ({ name: { data, dims } }), runs it once:
-  // the output named `output`, for the correctness check.
+  // Loads given model bytes with named feeds ({ name: { data, dims, type = 'float32' } }), runs it
+  // once: the output named `output`, for the correctness check.
   async prepareModel({ model, feeds, output }) {
     await release();
     const session = await ort.InferenceSession.create(model, sessionOptions);
-    const tensors = Object.fromEntries(Object.entries(feeds).map(([name, { data, dims }]) => [name, new ort.Tensor('float32', data, dims)]));
+    const tensors = Object.fromEntries(Object.entries(feeds).map(([name, { data, dims, type = 'float32' }]) => [name, new ort.Tensor(type, data, dims)]));
     current = { session, feeds: tensors };
     const [results, ms] = await timeOnce(() => session.run(tensors));
     return { output: results[output].data, ms };

@@ -1,0 +1,237 @@
+// The decode benchmark: one new token a step through Llama-3.2-1B's attention (32 query heads over
+// 8 key/value heads, head dim 64, batch 1) at contexts 512, 4096 and 16384, on 1 and 2 threads.
+// Rows: our KVCache (f32 and f16: append the token, attend, truncate back so every step has the
+// same context), our v1-style call that passes the whole K/V from JS each step, onnxruntime-web's
+// com.microsoft.GroupQueryAttention op fed past_key/past_value and reading present_* back each step
+// (as transformers.js runs it), and the read rate of 64 MiB inside wasm, which gives each row's
+// floor (the bytes of keys and values a step reads ÷ that rate). Our rows are timed in alternation,
+// one run each per round; onnxruntime runs in its own worker thread and is timed alone after them
+// (its thread pool spins after each run and would slow whatever runs next). Every row's output of
+// its last step is checked against a float64 reference of that step.
+//
+//   node --experimental-wasm-relaxed-simd bench/decode.mjs [--json FILE] [--quick]
+//   (npm run bench -- --decode [--json FILE] [--quick] also builds first)
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { init } from '../dist/index.mjs';
+import { mulberry32 } from '../web/embeddings.js';
+import { readBandwidth } from './bandwidth.mjs';
+import { encodeModel, INT32 } from './onnx-model.mjs';
+import { OrtWorker } from './peers/onnxruntime.mjs';
+import { measureAlternating } from './timing.mjs';
+
+const HQ = 32, HKV = 8, D = 64;
+const { values: args } = parseArgs({ options: { json: { type: 'string' }, quick: { type: 'boolean', default: false } } });
+const contexts = args.quick ? [512] : [512, 4096, 16384];
+const plan = { warmup: 3, warmupMs: args.quick ? 200 : 1000, minRuns: 9, maxRuns: args.quick ? 9 : 41, budgetMs: args.quick ? 300 : 1500 };
+const TOLERANCE = 1e-4;
+const F16_TOLERANCE = 1e-2;  // keys and values rounded to binary16 (the reference is not)
+
+const rows = [];
+const goals = [];
+let failures = 0;
+
+function tensor(shape, random) {
+  const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+  for (let i = 0; i < data.length; i++) data[i] = random() * 2 - 1;
+  return { shape, data };
+}
+
+// The step's attention in float64: query [HQ, D] over keys/values [HKV, context, D].
+function reference(q, keys, values, context) {
+  const out = new Float64Array(HQ * D);
+  const scores = new Float64Array(context);
+  for (let h = 0; h < HQ; h++) {
+    const g = Math.floor(h / (HQ / HKV));
+    let max = -Infinity;
+    for (let j = 0; j < context; j++) {
+      let s = 0;
+      for (let c = 0; c < D; c++) s += q[h * D + c] * keys[(g * context + j) * D + c];
+      scores[j] = s / Math.sqrt(D);
+      max = Math.max(max, scores[j]);
+    }
+    let sum = 0;
+    for (let j = 0; j < context; j++) sum += scores[j] = Math.exp(scores[j] - max);
+    for (let j = 0; j < context; j++)
+      for (let c = 0; c < D; c++) out[h * D + c] += (scores[j] / sum) * values[(g * context + j) * D + c];
+  }
+  return out;
+}
+
+const maxAbsError = (got, want) => got.reduce((worst, x, i) => Math.max(worst, Math.abs(x - want[i])), 0);
+
+// GroupQueryAttention (onnxruntime contrib op): BSNH query/key/value, BNSH past and present.
+function gqaModel(context) {
+  return encodeModel({
+    nodes: [{
+      op: 'GroupQueryAttention', domain: 'com.microsoft',
+      inputs: ['query', 'key', 'value', 'past_key', 'past_value', 'seqlens_k', 'total_sequence_length'],
+      outputs: ['output', 'present_key', 'present_value'],
+      attrs: { num_heads: HQ, kv_num_heads: HKV },
+    }],
+    inputs: [
+      { name: 'query', dims: [1, 1, HQ * D] },
+      { name: 'key', dims: [1, 1, HKV * D] },
+      { name: 'value', dims: [1, 1, HKV * D] },
+      { name: 'past_key', dims: [1, HKV, context - 1, D] },
+      { name: 'past_value', dims: [1, HKV, context - 1, D] },
+      { name: 'seqlens_k', dims: [1], type: INT32 },
+      { name: 'total_sequence_length', dims: [1], type: INT32 },
+    ],
+    outputs: [
+      { name: 'output', dims: [1, 1, HQ * D] },
+      // [1, HKV, context, D]; ORT infers the past's length, left to it.
+      { name: 'present_key', dims: null },
+      { name: 'present_value', dims: null },
+    ],
+    opsets: { '': 21, 'com.microsoft': 1 },
+  });
+}
+
+const print = (row) => {
+  const cells = [row.impl.padEnd(22), String(row.context ?? '').padStart(6), String(row.threads).padStart(3),
+    row.min_ms?.toFixed(3).padStart(9) ?? ''.padStart(9), row.median_ms?.toFixed(3).padStart(9) ?? ''.padStart(9),
+    row.max_abs_err === undefined ? ''.padStart(9) : row.max_abs_err.toExponential(1).padStart(9),
+    row.floor_ms === undefined ? ''.padStart(8) : row.floor_ms.toFixed(3).padStart(8),
+    row.gbps === undefined ? ''.padStart(7) : row.gbps.toFixed(1).padStart(7), row.note ?? ''];
+  console.log(cells.join('  '));
+};
+
+// One problem: the context − 1 held positions, the new token's key/value, the query.
+function problem(context) {
+  const random = mulberry32(context);
+  const past = { k: tensor([1, HKV, context - 1, D], random), v: tensor([1, HKV, context - 1, D], random) };
+  const step = { k: tensor([1, HKV, 1, D], random), v: tensor([1, HKV, 1, D], random), q: tensor([1, HQ, 1, D], random) };
+  // The whole K/V [1, HKV, context, D] with the new token last, for the v1-style call and the reference.
+  const whole = (pastT, stepT) => {
+    const data = new Float32Array(HKV * context * D);
+    for (let g = 0; g < HKV; g++) {
+      data.set(pastT.data.subarray(g * (context - 1) * D, (g + 1) * (context - 1) * D), g * context * D);
+      data.set(stepT.data.subarray(g * D, (g + 1) * D), (g * context + context - 1) * D);
+    }
+    return { shape: [1, HKV, context, D], data };
+  };
+  const K = whole(past.k, step.k), V = whole(past.v, step.v);
+  return { context, past, step, K, V, want: reference(step.q.data, K.data, V.data, context) };
+}
+
+function ourRows(attn, p) {
+  const caches = ['f32', 'f16'].map((dtype) => {
+    const cache = new attn.KVCache({ heads: HKV, headDim: D, maxLength: p.context, dtype });
+    for (let first = 0; first < p.context - 1; first += 1024) {
+      const t = Math.min(1024, p.context - 1 - first);
+      const slice = (x) => {
+        const data = new Float32Array(HKV * t * D);
+        for (let g = 0; g < HKV; g++) data.set(x.data.subarray((g * (p.context - 1) + first) * D, (g * (p.context - 1) + first + t) * D), g * t * D);
+        return { shape: [1, HKV, t, D], data };
+      };
+      cache.append(slice(p.past.k), slice(p.past.v));
+    }
+    return cache;
+  });
+  const outputs = {};
+  const step = (impl, cache) => () => {
+    cache.append(p.step.k, p.step.v);
+    outputs[impl] = cache.attend(p.step.q).output.data;
+    cache.truncate(p.context - 1);
+  };
+  return {
+    caches,
+    outputs,
+    runs: [
+      ['ours-decode-f32', step('ours-decode-f32', caches[0])],
+      ['ours-decode-f16', step('ours-decode-f16', caches[1])],
+      ['ours-sdpa-per-step', () => {
+        outputs['ours-sdpa-per-step'] = attn.scaledDotProductAttention(p.step.q, p.K, p.V, { enableGqa: true, isCausal: 'lowerRight' }).output.data;
+      }],
+    ],
+  };
+}
+
+async function ortRow(p, threads, ours) {
+  const row = { impl: 'onnxruntime-web-gqa', context: p.context, threads };
+  const worker = new OrtWorker(threads);
+  try {
+    const feeds = {
+      query: { data: p.step.q.data, dims: [1, 1, HQ * D] },
+      key: { data: p.step.k.data, dims: [1, 1, HKV * D] },
+      value: { data: p.step.v.data, dims: [1, 1, HKV * D] },
+      past_key: { data: p.past.k.data, dims: [1, HKV, p.context - 1, D] },
+      past_value: { data: p.past.v.data, dims: [1, HKV, p.context - 1, D] },
+      seqlens_k: { data: Int32Array.of(p.context - 1), dims: [1], type: 'int32' },
+      total_sequence_length: { data: Int32Array.of(p.context), dims: [1], type: 'int32' },
+    };
+    const { output } = await worker.call('prepareModel', { model: gqaModel(p.context), feeds, output: 'output' });
+    row.max_abs_err = maxAbsError(output, p.want);
+    row.vs_ours = maxAbsError(output, ours);
+    if (!(row.max_abs_err <= TOLERANCE)) {
+      ++failures;
+      row.note = `OUTPUT MISMATCH (> ${TOLERANCE})`;
+    }
+    Object.assign(row, await worker.call('measure', { plan, firstRunMs: 0 }));
+  } catch (error) {
+    ++failures;
+    row.note = `failed: ${String(error?.message ?? error).split('\n')[0].slice(0, 100)}`;
+  } finally {
+    await worker.terminate();
+  }
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+console.log(`attention-wasm bench: decode, ${HQ} query heads over ${HKV} key/value heads, head dim ${D}, batch 1, one new token a step`);
+console.log(`${'impl'.padEnd(22)}  ${'context'.padStart(6)}  thr  ${'min ms'.padStart(9)}  ${'median ms'.padStart(9)}  ${'max err'.padStart(9)}  ${'floor ms'.padStart(8)}  ${'GB/s'.padStart(7)}  note`);
+const problems = contexts.map(problem);
+for (const threads of [1, 2]) {
+  const gbps = Math.max(await readBandwidth(threads), await readBandwidth(threads));
+  const bandwidthRow = { impl: 'read-bandwidth', threads, gbps };
+  rows.push(bandwidthRow);
+  print(bandwidthRow);
+  const attn = await init({ threads });
+  for (const p of problems) {
+    const { caches, outputs, runs } = ourRows(attn, p);
+    const timings = await measureAlternating(runs.map(([, run]) => run), plan);
+    const byImpl = {};
+    runs.forEach(([impl], i) => {
+      const f16 = impl === 'ours-decode-f16';
+      const bytes = p.context * HKV * D * 2 * (f16 ? 2 : 4);
+      const row = { impl, context: p.context, threads, median_ms: timings[i].median_ms, min_ms: timings[i].min_ms,
+        max_abs_err: maxAbsError(outputs[impl], p.want), floor_ms: bytes / (gbps * 1e6), build: attn.build };
+      if (!(row.max_abs_err <= (f16 ? F16_TOLERANCE : TOLERANCE))) {
+        ++failures;
+        row.note = 'OUTPUT MISMATCH';
+      }
+      rows.push(row);
+      print(row);
+      byImpl[impl] = row;
+    });
+    caches.forEach((cache) => cache.dispose());
+    const ort = await ortRow(p, threads, outputs['ours-decode-f32']);
+    rows.push(ort);
+    print(ort);
+    const f32 = byImpl['ours-decode-f32'], f16 = byImpl['ours-decode-f16'];
+    if (threads === 1 && p.context === 4096) {
+      const speedup = ort.median_ms / f32.median_ms, overFloor = f32.median_ms / f32.floor_ms;
+      goals.push(`ours-decode-f32 at 4096, 1 thread: ${speedup.toFixed(1)}x faster than onnxruntime-web-gqa (goal >= 3x): ${speedup >= 3 ? 'met' : 'missed'}`);
+      goals.push(`ours-decode-f32 at 4096, 1 thread: ${overFloor.toFixed(2)}x the bandwidth floor (goal <= 1.5x): ${overFloor <= 1.5 ? 'met' : 'missed'}`);
+    }
+    if (p.context === 16384) {
+      const ratio = f16.median_ms / f32.median_ms;
+      goals.push(`f16 at 16384, ${threads} thread(s): ${ratio.toFixed(2)}x the f32 time (goal <= 0.6x): ${ratio <= 0.6 ? 'met' : 'missed'}`);
+    }
+  }
+  attn.dispose();
+}
+console.log('');
+for (const goal of goals) console.log(goal);
+if (args.json) {
+  const json = rows.map(({ impl, context, threads, median_ms, min_ms, max_abs_err, gbps }) =>
+    (impl === 'read-bandwidth' ? { impl, threads, gbps } : { impl, context, threads, median_ms, min_ms, max_abs_err }));
+  await writeFile(args.json, `${JSON.stringify(json, null, 2)}\n`);
+  console.log(`wrote ${json.length} rows to ${args.json}`);
+}
+if (failures) {
+  console.error(`${failures} row(s) failed or disagreed with the reference`);
+  process.exitCode = 1;
+}
