@@ -243,20 +243,24 @@ Status KVCache::attend(const TensorView& query, const CacheAttendOptions& option
   if (!s.ok()) return s;
   copy_out(keys_, 0, length_, keys.data());
   copy_out(values_, 0, length_, values.data());
+  return scaled_dot_product_attention(query, {keys.data(), {c.batch, c.heads, length_, c.head_dim}},
+                                      {values.data(), {c.batch, c.heads, length_, c.value_dim}}, as_sdpa(options),
+                                      output, weights);
+}
+
+SdpaOptions KVCache::as_sdpa(const CacheAttendOptions& options) const {
   SdpaOptions sdpa;
   sdpa.attn_mask = options.attn_mask;
   sdpa.causal = options.causal ? Causal::lower_right : Causal::none;
   sdpa.queries_last = true;
   sdpa.scale = options.scale;
   sdpa.enable_gqa = true;
-  sdpa.window = options.window ? options.window : c.window;
+  sdpa.window = options.window ? options.window : config_.window;
   sdpa.softcap = options.softcap;
   sdpa.alibi = options.alibi;
   sdpa.alibi_slopes = options.alibi_slopes;
   sdpa.alibi_slope_count = options.alibi_slope_count;
-  return scaled_dot_product_attention(query, {keys.data(), {c.batch, c.heads, length_, c.head_dim}},
-                                      {values.data(), {c.batch, c.heads, length_, c.value_dim}}, sdpa, output,
-                                      weights);
+  return sdpa;
 }
 
 // One query per head (n = 1): each group of query heads that share a key/value head reads that

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "attention.h"
 #include "buffer.h"
 #include "half.h"
 #include "status.h"
@@ -59,6 +60,9 @@ class KVCache {
   // [batch, Hq, n, length()] (columns oldest first).
   Status check_attend(const Shape& query, const CacheAttendOptions& options, Shape* output, Shape* weights) const;
   Status attend(const TensorView& query, const CacheAttendOptions& options, float* output, float* weights) const;
+  // The scaled_dot_product_attention call over the held keys and values ([batch, heads, length,
+  // d], oldest first) that an attend with `options` equals.
+  SdpaOptions as_sdpa(const CacheAttendOptions& options) const;
 
   // Drops the latest positions, keeping `length` (rollback).
   Status truncate(int64_t length);

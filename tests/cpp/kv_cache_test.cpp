@@ -54,15 +54,7 @@ void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, c
   std::vector<float> values(c.batch * c.heads * cache.length() * c.value_dim);
   cache.copy_keys(keys.data());
   cache.copy_values(values.data());
-  attn::SdpaOptions sdpa;
-  sdpa.causal = options.causal ? attn::Causal::lower_right : attn::Causal::none;
-  sdpa.queries_last = true;
-  sdpa.enable_gqa = true;
-  sdpa.window = options.window ? options.window : c.window;
-  sdpa.scale = options.scale;
-  sdpa.softcap = options.softcap;
-  sdpa.alibi = options.alibi;
-  sdpa.attn_mask = options.attn_mask;
+  const attn::SdpaOptions sdpa = cache.as_sdpa(options);
   std::vector<float> want(output_shape.numel()), got(output_shape.numel(), 99.0f);
   std::vector<float> got_weights(weights ? weights_shape.numel() : 0), want_weights(got_weights.size());
   REQUIRE(attn::scaled_dot_product_attention(query, {keys.data(), {c.batch, c.heads, cache.length(), c.head_dim}},

@@ -396,15 +396,7 @@ void fuzz_kv_cache(Input& in) {
           break;
         }
         const Tensor held_keys{{k.batch, k.heads, held, k.head_dim}, keys}, held_values{{k.batch, k.heads, held, k.value_dim}, values};
-        attn::SdpaOptions sdpa;
-        sdpa.causal = o.causal ? attn::Causal::lower_right : attn::Causal::none;
-        sdpa.queries_last = true;
-        sdpa.enable_gqa = true;
-        sdpa.window = o.window ? o.window : k.window;
-        sdpa.softcap = o.softcap;
-        sdpa.alibi = o.alibi;
-        sdpa.attn_mask = o.attn_mask;
-        on_every_kernel_set(reference_sdpa(q, held_keys, held_values, sdpa), static_cast<size_t>(safe_numel(output_shape)),
+        on_every_kernel_set(reference_sdpa(q, held_keys, held_values, cache->as_sdpa(o)), static_cast<size_t>(safe_numel(output_shape)),
                             [&](float* out, float* weights) { return cache->attend(q.view(), o, out, weights).ok(); });
       }
     }
