@@ -274,6 +274,22 @@ TEST_CASE("score_terms_max soft-caps, adds ALiBi and the bias, and returns the m
           }
 }
 
+// Fuzzer finding: the SIMD soft cap formed tanh from 1 − exp(−2|x|), which cancels to 0 for small
+// |x|, so a cap far above the scores (c = 1e30) turned every score into 0 instead of leaving it.
+TEST_CASE("score_terms_max keeps small capped arguments to relative precision", "[kernels]") {
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (const float cap : {1e30f, 1e4f, 50.0f}) {
+      INFO(set->name << " softcap " << cap);
+      std::vector<float> s = random_floats(37, 40, -20, 20);
+      const std::vector<float> raw = s;
+      set->score_terms_max(s.data(), nullptr, s.size(), {0.5f, cap, 0.0f, 0.0f});
+      for (size_t j = 0; j < s.size(); ++j) {
+        const double want = cap * std::tanh(0.5 * raw[j] / cap);
+        REQUIRE(std::fabs(s[j] - want) <= 1e-6 * std::fabs(want) + 1e-7);
+      }
+    }
+}
+
 TEST_CASE("exp_sum exponentiates against the max, exp(-inf) = 0 exactly", "[kernels]") {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (size_t n : kSizes) {
