@@ -1,4 +1,5 @@
-// The soak test (opt-in: `npm run soak [-- --seconds N]`, 600 by default; not part of npm test):
+// The soak test (opt-in: `npm run soak [-- --seconds N]`, 600 by default; not part of npm test;
+// node --expose-gc tests/js/soak.mjs runs it without the build):
 // a decode loop on the threads build for N seconds, with random cache truncations, bad calls and
 // disposals of caches and blocks mixed in. Every minute (every tenth of the run when it is shorter)
 // it prints the steps done, the median step time, the JS heap, the process RSS, the wasm heap and
@@ -53,6 +54,7 @@ const started = performance.now();
 let nextReport = started + reportEvery;
 
 function report() {
+  globalThis.gc();  // what is live, not what the collector has yet to reach
   const sorted = stepTimes.toSorted((a, b) => a - b);
   const { heapUsed, rss } = process.memoryUsage();
   const row = {
@@ -100,7 +102,7 @@ while (performance.now() - started < seconds * 1000) {
     nextReport += reportEvery;
   }
 }
-report();
+if (stepTimes.length) report();
 
 const first = reports[0], last = reports.at(-1);
 console.log(`\n${steps} steps in ${last.seconds} s; after the first report: JS heap ${(last.heapMiB - first.heapMiB).toFixed(1)} MiB, ` +
