@@ -39,7 +39,11 @@ class Input {
     return b % 7;
   }
   bool flag() { return byte() & 1; }
+  // Half the calls draw data with NaN, ±Inf and 1e30 among it, half without: then the differential
+  // checks, which need scores that cannot overflow, apply to the whole call.
+  void allow_special_numbers(bool allow) { specials_ = allow; }
   float number() {
+    if (!specials_) return (static_cast<int>(byte()) - 128) / 32.0f;
     switch (byte() % 16) {
       case 0: return NAN;
       case 1: return INFINITY;
@@ -59,6 +63,7 @@ class Input {
   const uint8_t* data_;
   size_t size_;
   size_t pos_ = 0;
+  bool specials_ = true;
 };
 
 // Data for a shape: only when its size is small and valid (the core must refuse the others first).
@@ -268,6 +273,37 @@ void on_every_kernel_set(const Reference& want, size_t outputs, Call call) {
     require_close(streamed.data(), want.output, want.max_score);
     if (!want.weights.empty()) require_close(w.data(), want.weights, want.max_score);
   }
+}
+
+// Modules (no reference here): each kernel set must succeed or fail as the scalar twins do and,
+// when the call's data are moderate, agree with them within float rounding; NaN where they give NaN.
+template <class Call>
+void kernel_sets_agree(int64_t outputs, int64_t weights, bool moderate_data, Call call) {
+  std::vector<std::vector<float>> results;
+  std::vector<bool> succeeded;
+  for (const attn::kernels::KernelSet* set : attn::kernels::compiled_kernel_sets()) {
+    attn::kernels::override_active_kernels(set);
+    results.emplace_back(outputs + weights + 1, -7.0f);
+    succeeded.push_back(call(results.back().data(), weights ? results.back().data() + outputs : nullptr));
+  }
+  attn::kernels::override_active_kernels(nullptr);
+  for (size_t set = 1; set < results.size(); ++set) {
+    if (succeeded[set] != succeeded[0]) std::abort();
+    if (!succeeded[0] || !moderate_data) continue;
+    for (size_t e = 0; e < results[0].size(); ++e) {
+      const float want = results[0][e], got = results[set][e];
+      if (std::isnan(want) != std::isnan(got) || !(std::isnan(want) || std::fabs(got - want) <= 1e-3 * (1.0 + std::fabs(want))))
+        std::abort();
+    }
+  }
+}
+
+// Whether every float of `values` is finite and below 1e4: scores of such data cannot overflow.
+bool moderate_floats(std::initializer_list<const std::vector<float>*> values) {
+  for (const std::vector<float>* v : values)
+    for (float x : *v)
+      if (!(std::fabs(x) < 1e4f)) return false;
+  return true;
 }
 
 void fuzz_sdpa(Input& in) {
@@ -519,7 +555,15 @@ void fuzz_module(Input& in, std::unique_ptr<Module>& module, std::vector<std::pa
     state_dict.push_back({name, {storage.back().data(), shape}});
   }
   module->load_state_dict(state_dict);
-  forward(*module);
+  bool moderate_parameters = true;
+  for (const std::vector<float>& values : storage) moderate_parameters &= moderate_floats({&values});
+  forward(*module, moderate_parameters);
+}
+
+bool moderate_mask(const Mask& m) {
+  for (float x : m.floats)
+    if (!(std::fabs(x) < 1e4f || x == -INFINITY)) return false;
+  return true;
 }
 
 void fuzz_mha(Input& in) {
@@ -553,7 +597,7 @@ void fuzz_mha(Input& in) {
   entries.push_back({"out_proj.weight", {E, E}});
   if (k.bias) entries.push_back({"out_proj.bias", {E}});
   mha->set_training(in.flag());
-  fuzz_module(in, mha, entries, [&](attn::MultiheadAttention& module) {
+  fuzz_module(in, mha, entries, [&](attn::MultiheadAttention& module, bool moderate_parameters) {
     const Tensor q = tensor(in, 3), key = tensor(in, 3), v = tensor(in, 3);
     const Mask am = mask(in, 3), kpm = mask(in, 2);
     attn::MultiheadAttentionOptions o;
@@ -564,6 +608,10 @@ void fuzz_mha(Input& in) {
     o.is_causal = in.flag();
     attn::Shape os, ws;
     if (!module.check_forward(q.shape, key.shape, v.shape, o, &os, &ws).ok()) return;
+    kernel_sets_agree(safe_numel(os), o.need_weights ? safe_numel(ws) : 0,
+                      moderate_parameters && moderate_floats({&q.data, &key.data, &v.data}) && moderate_mask(am) &&
+                          moderate_mask(kpm),
+                      [&](float* out, float* weights) { return module.forward(q.view(), key.view(), v.view(), o, out, weights).ok(); });
     std::vector<float> out = buffer(os), w = buffer(ws);
     if (!module.forward(q.view(), key.view(), v.view(), o, out.data(), o.need_weights ? w.data() : nullptr).ok())
       return;
@@ -585,13 +633,14 @@ void fuzz_small_modules(Input& in) {
       std::unique_ptr<attn::SelfAttention> m;
       if (!attn::SelfAttention::create({a, b, c, 0.0f}, &m).ok()) return;
       fuzz_module(in, m, {{"W_q.weight", {b, a}}, {"W_k.weight", {b, a}}, {"W_v.weight", {c, a}}},
-                  [&](attn::SelfAttention& module) {
+                  [&](attn::SelfAttention& module, bool moderate_parameters) {
                     const Tensor x = tensor(in, 3);
                     const Mask mk = mask(in, 3);
                     attn::Shape os, ws;
                     if (!module.check_forward(x.shape, mk.view(true), &os, &ws).ok()) return;
-                    std::vector<float> out = buffer(os), w = buffer(ws);
-                    module.forward(x.view(), mk.view(true), 0, out.data(), w.data());
+                    kernel_sets_agree(safe_numel(os), safe_numel(ws),
+                                      moderate_parameters && moderate_floats({&x.data}) && moderate_mask(mk),
+                                      [&](float* out, float* w) { return module.forward(x.view(), mk.view(true), 0, out, w).ok(); });
                   });
       return;
     }
@@ -599,13 +648,16 @@ void fuzz_small_modules(Input& in) {
       std::unique_ptr<attn::AdditiveAttention> m;
       if (!attn::AdditiveAttention::create({a, b, c, 0.0f}, &m).ok()) return;
       fuzz_module(in, m, {{"W_q.weight", {c, a}}, {"W_k.weight", {c, b}}, {"W_v.weight", {1, c}}},
-                  [&](attn::AdditiveAttention& module) {
+                  [&](attn::AdditiveAttention& module, bool moderate_parameters) {
                     const Tensor q = tensor(in, 3), k = tensor(in, 3), v = tensor(in, 3);
                     const Mask mk = mask(in, 3);
                     attn::Shape os, ws;
                     if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(true), &os, &ws).ok()) return;
-                    std::vector<float> out = buffer(os), w = buffer(ws);
-                    module.forward(q.view(), k.view(), v.view(), mk.view(true), 0, out.data(), w.data());
+                    kernel_sets_agree(safe_numel(os), safe_numel(ws),
+                                      moderate_parameters && moderate_floats({&q.data, &k.data, &v.data}) && moderate_mask(mk),
+                                      [&](float* out, float* w) {
+                                        return module.forward(q.view(), k.view(), v.view(), mk.view(true), 0, out, w).ok();
+                                      });
                   });
       return;
     }
@@ -619,7 +671,7 @@ void fuzz_small_modules(Input& in) {
                    {"value.linear.weight", {a * dk, D}}, {"value.linear.bias", {a * dk}}, {"output.weight", {D, a * dk}},
                    {"output.bias", {D}}, {"key_pos_embeddings", {2 * P, a, dk}}, {"key_pos_bias", {2 * P, a}},
                    {"query_pos_bias", {a, dk}}},
-                  [&](attn::RelativeMultiHeadAttention& module) {
+                  [&](attn::RelativeMultiHeadAttention& module, bool moderate_parameters) {
                     const Tensor q = tensor(in, 3), k = tensor(in, 3), v = tensor(in, 3);
                     Mask mk = mask(in, 3);
                     if (mk.type == attn::MaskType::additive) mk.type = attn::MaskType::boolean, mk.bools.resize(mk.floats.size());
@@ -627,8 +679,10 @@ void fuzz_small_modules(Input& in) {
                     attn::Shape os, ws;
                     if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(false), heads_first, &os, &ws).ok())
                       return;
-                    std::vector<float> out = buffer(os), w = buffer(ws);
-                    module.forward(q.view(), k.view(), v.view(), mk.view(false), 0, heads_first, out.data(), w.data());
+                    kernel_sets_agree(safe_numel(os), safe_numel(ws), moderate_parameters && moderate_floats({&q.data, &k.data, &v.data}),
+                                      [&](float* out, float* w) {
+                                        return module.forward(q.view(), k.view(), v.view(), mk.view(false), 0, heads_first, out, w).ok();
+                                      });
                   });
     }
   }
@@ -647,6 +701,7 @@ void fuzz_merge(Input& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in(data, size);
+  in.allow_special_numbers(in.flag());
   switch (in.byte() % 7) {
     case 0: fuzz_sdpa(in); break;
     case 1: fuzz_mha(in); break;
