@@ -54,16 +54,17 @@ const started = performance.now();
 let nextReport = started + reportEvery;
 
 function report() {
-  globalThis.gc();  // what is live, not what the collector has yet to reach
   const sorted = stepTimes.toSorted((a, b) => a - b);
+  const stepMedianMs = sorted[sorted.length >> 1];
+  stepTimes = [];  // a minute's step times (over a million numbers) are the soak's own, not measured
+  globalThis.gc();  // what is live, not what the collector has yet to reach
   const { heapUsed, rss } = process.memoryUsage();
   const row = {
     seconds: Math.round((performance.now() - started) / 1000), steps, badCalls, truncations, disposals,
-    stepMedianMs: sorted[sorted.length >> 1] ?? 0, heapMiB: heapUsed / MiB, rssMiB: rss / MiB,
+    stepMedianMs, heapMiB: heapUsed / MiB, rssMiB: rss / MiB,
     wasmHeapMiB: attn.stats().wasmHeapBytes / MiB, liveObjects: attn.stats().liveObjects,
   };
   reports.push(row);
-  stepTimes = [];
   console.log(`${String(row.seconds).padStart(4)} s  ${String(steps).padStart(7)} steps  median step ${row.stepMedianMs.toFixed(3)} ms  ` +
     `JS heap ${row.heapMiB.toFixed(1)} MiB  RSS ${row.rssMiB.toFixed(1)} MiB  wasm heap ${row.wasmHeapMiB.toFixed(1)} MiB  ` +
     `live objects ${row.liveObjects}  (bad calls ${badCalls}, truncations ${truncations}, disposals ${disposals})`);
