@@ -11,6 +11,7 @@
 #include <cstring>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -174,8 +175,13 @@ struct Reference {
   double max_score = 0;  // the largest |score|: float rounding grows with it
 };
 
-// scaled_dot_product_attention as the contract writes it (v1 and v2 options, no dropout), in double.
-Reference reference_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const attn::SdpaOptions& o) {
+// Scores that are not scale · q·k (additive attention's), for block b, query i, key j.
+using ScoreOf = std::function<double(int64_t b, int64_t i, int64_t j)>;
+
+// scaled_dot_product_attention as the contract writes it (v1 and v2 options, no dropout), in
+// double; with `score_of`, its scores replace scale · q·k (the rest is the same).
+Reference reference_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const attn::SdpaOptions& o,
+                         const ScoreOf& score_of = nullptr) {
   const attn::Shape& qs = q.shape;
   const int64_t n = qs.at_end(2), d = qs.at_end(1), m = k.shape.at_end(2), dv = v.shape.at_end(1);
   const int64_t blocks = qs.leading_numel(2);
@@ -223,14 +229,18 @@ Reference reference_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, cons
           if (query_id != key_id) visible = false;
         }
         double x = 0;
-        for (int64_t c = 0; c < d; ++c) x += double(q.data[(b * n + i) * d + c]) * k.data[(kv_block * m + j) * d + c];
-        x *= scale;
+        if (score_of) {
+          x = score_of(b, i, j);
+        } else {
+          for (int64_t c = 0; c < d; ++c) x += double(q.data[(b * n + i) * d + c]) * k.data[(kv_block * m + j) * d + c];
+          x *= scale;
+        }
         if (o.softcap) x = *o.softcap * std::tanh(x / *o.softcap);
         if (o.alibi) x += slopes[h] * static_cast<double>(j - p);
         if (o.attn_mask.present()) {
           const int64_t at = broadcast_offset(o.attn_mask.shape, scores, index);
           if (o.attn_mask.type == attn::MaskType::boolean) {
-            if (!static_cast<const uint8_t*>(o.attn_mask.data)[at]) visible = false;
+            if ((static_cast<const uint8_t*>(o.attn_mask.data)[at] != 0) == o.attn_mask.true_means_masked) visible = false;
           } else {
             x += static_cast<const float*>(o.attn_mask.data)[at];
           }
@@ -557,7 +567,21 @@ void fuzz_module(Input& in, std::unique_ptr<Module>& module, std::vector<std::pa
   module->load_state_dict(state_dict);
   bool moderate_parameters = true;
   for (const std::vector<float>& values : storage) moderate_parameters &= moderate_floats({&values});
-  forward(*module, moderate_parameters);
+  forward(*module, moderate_parameters, storage);
+}
+
+// x [..., E] · weightᵀ ([out, E]) in double, rounded to float as the module's projections are.
+Tensor project(const Tensor& x, const std::vector<float>& weight, int64_t out) {
+  const int64_t E = x.shape.at_end(1), rows = safe_numel(x.shape) / std::max<int64_t>(E, 1);
+  Tensor y{x.shape, std::vector<float>(rows * out)};
+  y.shape[y.shape.rank - 1] = out;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = 0;
+      for (int64_t e = 0; e < E; ++e) sum += double(x.data[r * E + e]) * weight[o * E + e];
+      y.data[r * out + o] = static_cast<float>(sum);
+    }
+  return y;
 }
 
 bool moderate_mask(const Mask& m) {
@@ -597,7 +621,7 @@ void fuzz_mha(Input& in) {
   entries.push_back({"out_proj.weight", {E, E}});
   if (k.bias) entries.push_back({"out_proj.bias", {E}});
   mha->set_training(in.flag());
-  fuzz_module(in, mha, entries, [&](attn::MultiheadAttention& module, bool moderate_parameters) {
+  fuzz_module(in, mha, entries, [&](attn::MultiheadAttention& module, bool moderate_parameters, const auto&) {
     const Tensor q = tensor(in, 3), key = tensor(in, 3), v = tensor(in, 3);
     const Mask am = mask(in, 3), kpm = mask(in, 2);
     attn::MultiheadAttentionOptions o;
@@ -633,14 +657,20 @@ void fuzz_small_modules(Input& in) {
       std::unique_ptr<attn::SelfAttention> m;
       if (!attn::SelfAttention::create({a, b, c, 0.0f}, &m).ok()) return;
       fuzz_module(in, m, {{"W_q.weight", {b, a}}, {"W_k.weight", {b, a}}, {"W_v.weight", {c, a}}},
-                  [&](attn::SelfAttention& module, bool moderate_parameters) {
+                  [&](attn::SelfAttention& module, bool moderate_parameters, const auto& weights) {
                     const Tensor x = tensor(in, 3);
                     const Mask mk = mask(in, 3);
                     attn::Shape os, ws;
                     if (!module.check_forward(x.shape, mk.view(true), &os, &ws).ok()) return;
-                    kernel_sets_agree(safe_numel(os), safe_numel(ws),
-                                      moderate_parameters && moderate_floats({&x.data}) && moderate_mask(mk),
-                                      [&](float* out, float* w) { return module.forward(x.view(), mk.view(true), 0, out, w).ok(); });
+                    std::vector<float> probe = buffer(os);
+                    if (!module.forward(x.view(), mk.view(true), 0, probe.data(), nullptr).ok()) return;  // not loaded
+                    if (!(moderate_parameters && moderate_floats({&x.data}) && moderate_mask(mk))) return;
+                    attn::SdpaOptions o;
+                    o.attn_mask = mk.view(true);
+                    on_every_kernel_set(reference_sdpa(project(x, weights[0], b), project(x, weights[1], b), project(x, weights[2], c), o),
+                                        static_cast<size_t>(safe_numel(os)), [&](float* out, float* w) {
+                                          return module.forward(x.view(), mk.view(true), 0, out, w).ok();
+                                        });
                   });
       return;
     }
@@ -648,16 +678,28 @@ void fuzz_small_modules(Input& in) {
       std::unique_ptr<attn::AdditiveAttention> m;
       if (!attn::AdditiveAttention::create({a, b, c, 0.0f}, &m).ok()) return;
       fuzz_module(in, m, {{"W_q.weight", {c, a}}, {"W_k.weight", {c, b}}, {"W_v.weight", {1, c}}},
-                  [&](attn::AdditiveAttention& module, bool moderate_parameters) {
+                  [&](attn::AdditiveAttention& module, bool moderate_parameters, const auto& weights) {
                     const Tensor q = tensor(in, 3), k = tensor(in, 3), v = tensor(in, 3);
                     const Mask mk = mask(in, 3);
                     attn::Shape os, ws;
                     if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(true), &os, &ws).ok()) return;
-                    kernel_sets_agree(safe_numel(os), safe_numel(ws),
-                                      moderate_parameters && moderate_floats({&q.data, &k.data, &v.data}) && moderate_mask(mk),
-                                      [&](float* out, float* w) {
-                                        return module.forward(q.view(), k.view(), v.view(), mk.view(true), 0, out, w).ok();
-                                      });
+                    std::vector<float> probe = buffer(os);
+                    if (!module.forward(q.view(), k.view(), v.view(), mk.view(true), 0, probe.data(), nullptr).ok()) return;
+                    if (!(moderate_parameters && moderate_floats({&q.data, &k.data, &v.data}) && moderate_mask(mk))) return;
+                    // scores[b, i, j] = w_v · tanh(W_q q_i + W_k k_j), in double.
+                    const Tensor queries = project(q, weights[0], c), keys = project(k, weights[1], c);
+                    const int64_t n = q.shape.at_end(2), m = k.shape.at_end(2);
+                    const ScoreOf score = [&](int64_t block, int64_t i, int64_t j) {
+                      double sum = 0;
+                      for (int64_t h = 0; h < c; ++h)
+                        sum += double(weights[2][h]) * std::tanh(double(queries.data[(block * n + i) * c + h]) + keys.data[(block * m + j) * c + h]);
+                      return sum;
+                    };
+                    attn::SdpaOptions o;
+                    o.attn_mask = mk.view(true);
+                    on_every_kernel_set(reference_sdpa(q, k, v, o, score), static_cast<size_t>(safe_numel(os)), [&](float* out, float* w) {
+                      return module.forward(q.view(), k.view(), v.view(), mk.view(true), 0, out, w).ok();
+                    });
                   });
       return;
     }
@@ -671,7 +713,7 @@ void fuzz_small_modules(Input& in) {
                    {"value.linear.weight", {a * dk, D}}, {"value.linear.bias", {a * dk}}, {"output.weight", {D, a * dk}},
                    {"output.bias", {D}}, {"key_pos_embeddings", {2 * P, a, dk}}, {"key_pos_bias", {2 * P, a}},
                    {"query_pos_bias", {a, dk}}},
-                  [&](attn::RelativeMultiHeadAttention& module, bool moderate_parameters) {
+                  [&](attn::RelativeMultiHeadAttention& module, bool moderate_parameters, const auto&) {
                     const Tensor q = tensor(in, 3), k = tensor(in, 3), v = tensor(in, 3);
                     Mask mk = mask(in, 3);
                     if (mk.type == attn::MaskType::additive) mk.type = attn::MaskType::boolean, mk.bools.resize(mk.floats.size());
