@@ -95,7 +95,7 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   // The attention output overwrites q + u (attend() allows it).
   FloatBuffer q, q_biased, k, v, head_weights;
   for (auto [buffer, count] : {std::pair{&q, n * B * width}, {&q_biased, n * B * width}, {&k, m * B * width},
-                               {&v, m * B * width}, {&head_weights, heads_first ? 0 : B * H * n * m}}) {
+                               {&v, m * B * width}, {&head_weights, heads_first || !weights ? 0 : B * H * n * m}}) {
     s = buffer->allocate(count, "RelativeMultiHeadAttention activations");
     if (!s.ok()) return s;
   }
@@ -164,9 +164,9 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   blocks.mask = &score_mask;
   blocks.dropout = &dropout;
   blocks.score_term = &positional;
-  s = attend(blocks, q_biased.data(), heads_first ? weights : head_weights.data());
+  s = attend(blocks, q_biased.data(), heads_first || !weights ? weights : head_weights.data());
   if (!s.ok()) return s;
-  if (!heads_first)  // [B, H, n, m] -> [n, m, B, H], the layout labml returns.
+  if (!heads_first && weights)  // [B, H, n, m] -> [n, m, B, H], the layout labml returns.
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < n; ++i)

@@ -26,7 +26,8 @@ class RelativeMultiHeadAttention : public Module {
 
   // query [n, B, dModel], key and value [m, B, dModel], n <= P and m <= P; mask [n or 1, m, B or 1],
   // boolean 0 = masked out. Output [n, B, dModel], weights [n, m, B, heads] as labml returns them,
-  // or [B, heads, n, m] (one plane per head, for per-head views) when `heads_first`.
+  // or [B, heads, n, m] (one plane per head, for per-head views) when `heads_first`; `weights` may
+  // be null (the streaming path, no n × m buffer).
   Status check_forward(const Shape& query, const Shape& key, const Shape& value, const MaskView& mask,
                        bool heads_first, Shape* output_shape, Shape* weights_shape) const;
   Status forward(const TensorView& query, const TensorView& key, const TensorView& value, const MaskView& mask,

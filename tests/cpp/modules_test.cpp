@@ -98,6 +98,14 @@ TEST_CASE("RelativeMultiHeadAttention matches the labml reference", "[modules]")
             expected[((b * H + h) * n + i) * m + j] = labml.data[((i * m + j) * B + b) * H + h];
     CHECK(fixtures::max_relative_error(weights, expected) <= kTolerance);
     CHECK(fixtures::max_relative_error(output, c.tensors.at("output").data) <= kTolerance);
+
+    // Fuzzer finding: without a weights buffer the module wrote its transposed weights through a
+    // null pointer. Now it streams, in either layout, to the same output.
+    for (const bool heads_first : {false, true}) {
+      std::fill(output.begin(), output.end(), 0.0f);
+      REQUIRE(module->forward(q.view(), k.view(), v.view(), mask, 0, heads_first, output.data(), nullptr).ok());
+      CHECK(fixtures::max_relative_error(output, c.tensors.at("output").data) <= kTolerance);
+    }
   }
 }
 

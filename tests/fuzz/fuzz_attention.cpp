@@ -1,9 +1,11 @@
 // libFuzzer target over the core's whole surface: shapes, masks and options decoded from the
 // input, valid or not, for every operator; data from the input too (NaN and Inf included). It is
-// differential: every valid call of SDPA, the KV cache and RoPE runs on each kernel set this build
-// has (the scalar twins and the SIMD128 kernels through SIMDe) and is compared with a plain
-// double-precision reference written here from the contract; GroupedQueryAttention over a cache,
-// fed in chunks, is compared with the same block over the whole input. Crashes, sanitizer reports,
+// differential: every valid call of every operator (SDPA, the KV cache, RoPE, MultiheadAttention,
+// SelfAttention, AdditiveAttention, RelativeMultiHeadAttention, GroupedQueryAttention) runs on each
+// kernel set this build has (the scalar twins and the SIMD128 kernels through SIMDe) and is
+// compared with a plain double-precision reference written here from the contract; kernel sets
+// must also agree with each other where the data hold NaN or Inf, and GroupedQueryAttention fed in
+// chunks through a cache must equal the block over its whole input. Crashes, sanitizer reports,
 // disagreements and broken invariants are findings; each one becomes a regression test in
 // tests/cpp. Run with `npm run fuzz` (scripts/fuzz.sh).
 #include <algorithm>
@@ -81,12 +83,14 @@ int64_t safe_numel(const attn::Shape& s) {
   return n;
 }
 
-Tensor tensor(Input& in, int max_rank) {
-  Tensor t{in.shape(max_rank), {}};
+Tensor tensor_of(Input& in, const attn::Shape& shape) {
+  Tensor t{shape, {}};
   t.data.resize(safe_numel(t.shape));
   for (float& x : t.data) x = in.number();
   return t;
 }
+
+Tensor tensor(Input& in, int max_rank) { return tensor_of(in, in.shape(max_rank)); }
 
 struct Mask {
   attn::MaskType type = attn::MaskType::none;
@@ -99,10 +103,10 @@ struct Mask {
   }
 };
 
-Mask mask(Input& in, int max_rank) {
+Mask mask_of(Input& in, const attn::Shape& shape) {
   Mask m;
   m.type = static_cast<attn::MaskType>(in.byte() % 3);
-  m.shape = in.shape(max_rank);
+  m.shape = shape;
   const int64_t n = safe_numel(m.shape);
   for (int64_t i = 0; i < n; ++i) {
     if (m.type == attn::MaskType::boolean) m.bools.push_back(in.byte() % 3 == 0);
@@ -110,6 +114,8 @@ Mask mask(Input& in, int max_rank) {
   }
   return m;
 }
+
+Mask mask(Input& in, int max_rank) { return mask_of(in, in.shape(max_rank)); }
 
 std::vector<float> buffer(const attn::Shape& s) { return std::vector<float>(safe_numel(s) + 1, -7.0f); }
 
@@ -245,8 +251,11 @@ Reference reference_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, cons
             x += static_cast<const float*>(o.attn_mask.data)[at];
           }
         }
-        r.max_score = std::max(r.max_score, std::fabs(x));
-        if (visible) s[j] = x;
+        // Only what the softmax sees moves it: a hidden or -inf score must not widen the tolerance.
+        if (visible && x != -INFINITY) {
+          r.max_score = std::max(r.max_score, std::fabs(x));
+          s[j] = x;
+        }
       }
       const double max = m > 0 ? *std::max_element(s.begin(), s.end()) : -INFINITY;
       if (max == -INFINITY) continue;  // no visible key: zeros
@@ -258,6 +267,241 @@ Reference reference_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, cons
         for (int64_t c = 0; c < dv; ++c) r.output[(b * n + i) * dv + c] += w * v.data[(kv_block * m + j) * dv + c];
       }
     }
+  }
+  return r;
+}
+
+// RoPE as the contract writes it, in double, over x [..., length, dim]: the pairs (e, e + half)
+// (or (2k, 2k + 1) interleaved) turned by position · base^(−k/half); dimensions past 2·half kept.
+std::vector<double> reference_rope(const Tensor& x, const std::function<double(int64_t)>& position_of, double base, int64_t half,
+                                   bool interleaved) {
+  const int64_t length = x.shape.at_end(2), dim = x.shape.at_end(1);
+  std::vector<double> out(x.data.begin(), x.data.end());
+  for (int64_t row = 0; row < x.shape.leading_numel(2); ++row)
+    for (int64_t l = 0; l < length; ++l) {
+      const float* a = x.data.data() + (row * length + l) * dim;
+      for (int64_t e = 0; e < 2 * half; ++e) {
+        const bool first = interleaved ? e % 2 == 0 : e < half;
+        const int64_t pair = interleaved ? (first ? e + 1 : e - 1) : (first ? e + half : e - half);
+        const int64_t k = interleaved ? e / 2 : e % half;
+        const double angle = position_of(l) * std::pow(base, -static_cast<double>(k) / static_cast<double>(half));
+        out[(row * length + l) * dim + e] = first ? a[e] * std::cos(angle) - a[pair] * std::sin(angle)
+                                                  : a[e] * std::cos(angle) + a[pair] * std::sin(angle);
+      }
+    }
+  return out;
+}
+
+// x [..., E] · weightᵀ ([out, E]) (+ bias) in double, rounded to float as the modules' input
+// projections are.
+Tensor project(const Tensor& x, const std::vector<float>& weight, int64_t out, const float* bias = nullptr) {
+  const int64_t E = x.shape.at_end(1), rows = safe_numel(x.shape) / std::max<int64_t>(E, 1);
+  Tensor y{x.shape, std::vector<float>(rows * out)};
+  y.shape[y.shape.rank - 1] = out;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = bias ? bias[o] : 0.0;
+      for (int64_t e = 0; e < E; ++e) sum += double(x.data[r * E + e]) * weight[o * E + e];
+      y.data[r * out + o] = static_cast<float>(sum);
+    }
+  return y;
+}
+
+// An output projection in double: x [rows, in] · weightᵀ ([out, in]) + bias.
+std::vector<double> linear_double(const std::vector<double>& x, int64_t in, const std::vector<float>& weight, int64_t out,
+                                  const float* bias) {
+  const int64_t rows = in > 0 ? static_cast<int64_t>(x.size()) / in : 0;
+  std::vector<double> y(rows * out);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = bias ? bias[o] : 0.0;
+      for (int64_t e = 0; e < in; ++e) sum += x[r * in + e] * weight[o * in + e];
+      y[r * out + o] = sum;
+    }
+  return y;
+}
+
+// [N, L, heads·d] → [N, heads, L, d].
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  const int64_t N = x.shape[0], L = x.shape[1], d = x.shape[2] / heads;
+  Tensor y{{N, heads, L, d}, std::vector<float>(x.data.size())};
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t l = 0; l < L; ++l)
+        std::copy_n(x.data.data() + (b * L + l) * heads * d + h * d, d, y.data.data() + ((b * heads + h) * L + l) * d);
+  return y;
+}
+
+// [N·heads, L, d] → [N, L, heads·d].
+std::vector<double> merge_heads(const std::vector<double>& x, int64_t N, int64_t heads, int64_t L, int64_t d) {
+  std::vector<double> y(x.size());
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t l = 0; l < L; ++l)
+        std::copy_n(x.data() + ((b * heads + h) * L + l) * d, d, y.data() + (b * L + l) * heads * d + h * d);
+  return y;
+}
+
+Tensor rounded(const attn::Shape& shape, const std::vector<double>& values) {
+  return {shape, std::vector<float>(values.begin(), values.end())};
+}
+
+// Hugging Face's Llama attention block, written out: projections, RoPE at 0 … t−1 on q and k,
+// grouped heads, lower-right causal attention (window, soft cap, scale), heads merged, o_proj.
+// `weights`: q, k, v, o projection weights, then the q, k, v biases when the block has them.
+Reference reference_llama_attention(const attn::GroupedQueryAttentionConfig& c, const std::vector<std::vector<float>>& weights,
+                                    const Tensor& x) {
+  const int64_t N = x.shape[0], t = x.shape[1], H = c.num_heads, G = c.num_key_value_heads, d = c.head_dim;
+  const auto bias = [&](size_t i) { return c.qkv_bias ? weights[4 + i].data() : nullptr; };
+  const auto rotated = [&](const Tensor& heads) {
+    return rounded(heads.shape, reference_rope(heads, [](int64_t l) { return static_cast<double>(l); }, c.rope_base,
+                                               c.rotary_dim.value_or(d) / 2, c.rope_interleaved));
+  };
+  const Tensor q = rotated(split_heads(project(x, weights[0], H * d, bias(0)), H));
+  const Tensor k = rotated(split_heads(project(x, weights[1], G * d, bias(1)), G));
+  const Tensor v = split_heads(project(x, weights[2], G * d, bias(2)), G);
+  attn::SdpaOptions o;
+  o.enable_gqa = true;
+  o.causal = attn::Causal::lower_right;
+  o.window = c.sliding_window;
+  o.softcap = c.softcap;
+  o.scale = c.scale;
+  Reference r = reference_sdpa(q, k, v, o);
+  r.output = linear_double(merge_heads(r.output, N, H, t, d), H * d, weights[3], c.hidden_size, nullptr);
+  return r;
+}
+
+// A module input in the (L, N, F) layout, (N, L, F) with batch_first, or unbatched (L, F), as
+// [N, L, F]; `from_batch_major` turns a result [N, L, F] back into the input's layout.
+Tensor batch_major(const Tensor& x, bool batch_first) {
+  if (x.shape.rank == 2) return {{1, x.shape[0], x.shape[1]}, x.data};
+  if (batch_first) return x;
+  const int64_t L = x.shape[0], N = x.shape[1], F = x.shape[2];
+  Tensor y{{N, L, F}, std::vector<float>(x.data.size())};
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t b = 0; b < N; ++b) std::copy_n(x.data.data() + (l * N + b) * F, F, y.data.data() + (b * L + l) * F);
+  return y;
+}
+
+std::vector<double> from_batch_major(const std::vector<double>& y, int64_t N, int64_t L, int64_t F, bool sequence_first) {
+  if (!sequence_first) return y;
+  std::vector<double> out(y.size());
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t l = 0; l < L; ++l) std::copy_n(y.data() + (b * L + l) * F, F, out.data() + (l * N + b) * F);
+  return out;
+}
+
+// A mask's value at `index` of `target` (which it broadcasts to) as an additive term: a boolean
+// entry hides when it equals `hides`.
+double additive_term(const Mask& m, const attn::Shape& target, const std::vector<int64_t>& index, bool hides) {
+  if (m.type == attn::MaskType::none) return 0.0;
+  const int64_t at = broadcast_offset(m.shape, target, index);
+  if (m.type == attn::MaskType::boolean) return (m.bools[at] != 0) == hides ? -INFINITY : 0.0;
+  return m.floats[at];
+}
+
+// nn.MultiheadAttention in eval mode as the contract writes it: the in-projection; bias_k / bias_v
+// and the zero-attention row appended as key columns that no mask hides; attnMask ([n, m] or
+// [N·heads, n, m]), keyPaddingMask and isCausal added per head; SDPA; heads merged; out_proj;
+// weights averaged over heads when asked. `weights` in state-dict order.
+Reference reference_mha(const attn::MultiheadAttentionConfig& c, const std::vector<std::vector<float>>& weights, const Tensor& query,
+                        const Tensor& key, const Tensor& value, const Mask& attn_mask, const Mask& key_padding_mask,
+                        const attn::MultiheadAttentionOptions& options) {
+  const int64_t E = c.embed_dim, H = c.num_heads, hd = E / H;
+  const bool packed = c.kdim == E && c.vdim == E;
+  const auto slice = [](const std::vector<float>& w, int64_t first, int64_t count) {
+    return std::vector<float>(w.begin() + first, w.begin() + first + count);
+  };
+  const std::vector<float> w_q = packed ? slice(weights[0], 0, E * E) : weights[0];
+  const std::vector<float> w_k = packed ? slice(weights[0], E * E, E * E) : weights[1];
+  const std::vector<float> w_v = packed ? slice(weights[0], 2 * E * E, E * E) : weights[2];
+  size_t next = packed ? 1 : 3;
+  const float* in_bias = c.bias ? weights[next++].data() : nullptr;
+  const float* bias_k = c.add_bias_kv ? weights[next++].data() : nullptr;
+  const float* bias_v = c.add_bias_kv ? weights[next++].data() : nullptr;
+  const std::vector<float>& w_out = weights[next++];
+  const float* out_bias = c.bias ? weights[next].data() : nullptr;
+  const auto in_bias_of = [&](int slot) { return in_bias ? in_bias + slot * E : nullptr; };
+
+  const Tensor q = project(batch_major(query, c.batch_first), w_q, E, in_bias_of(0));
+  const int64_t N = q.shape[0], n = q.shape[1], m = key.shape.rank == 2 ? key.shape[0] : key.shape[c.batch_first ? 1 : 0];
+  const int64_t all_keys = m + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
+  // Keys (values) projected, then the bias row, then the zero row.
+  const auto with_extra_rows = [&](const Tensor& projected, const float* bias_row) {
+    Tensor out{{N, all_keys, E}, std::vector<float>(N * all_keys * E, 0.0f)};
+    for (int64_t b = 0; b < N; ++b) {
+      std::copy_n(projected.data.data() + b * m * E, m * E, out.data.data() + b * all_keys * E);
+      if (bias_row) std::copy_n(bias_row, E, out.data.data() + (b * all_keys + m) * E);
+    }
+    return out;
+  };
+  const Tensor k = with_extra_rows(project(batch_major(key, c.batch_first), w_k, E, in_bias_of(1)), bias_k);
+  const Tensor v = with_extra_rows(project(batch_major(value, c.batch_first), w_v, E, in_bias_of(2)), bias_v);
+
+  Mask merged{attn::MaskType::additive, {N, H, n, all_keys}, {}, std::vector<float>(N * H * n * all_keys, 0.0f)};
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          double term = additive_term(attn_mask, {N * H, n, m}, {b * H + h, i, j}, true) +
+                        additive_term(key_padding_mask, {N, m}, {b, j}, true);
+          if (options.is_causal && j > i) term = -INFINITY;
+          merged.floats[((b * H + h) * n + i) * all_keys + j] = static_cast<float>(term);
+        }
+  attn::SdpaOptions o;
+  o.attn_mask = merged.view(true);
+  Reference r = reference_sdpa(split_heads(q, H), split_heads(k, H), split_heads(v, H), o);
+  r.output = from_batch_major(linear_double(merge_heads(r.output, N, H, n, hd), E, w_out, E, out_bias), N, n, E,
+                              query.shape.rank == 3 && !c.batch_first);
+  if (!options.need_weights) {
+    r.weights.clear();
+  } else if (options.average_attn_weights) {
+    std::vector<double> average(N * n * all_keys, 0.0);
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t e = 0; e < n * all_keys; ++e) average[b * n * all_keys + e] += r.weights[(b * H + h) * n * all_keys + e] / H;
+    r.weights = average;
+  }
+  return r;
+}
+
+// Transformer-XL relative attention as the contract writes it (labml.ai's formulation): with
+// r = j − i − (m − n), score = ((q_i + u_h)·k_j + q_i·R[P + r, h] + bias[P + r, h]) / sqrt(d_k);
+// mask [n or 1, m, B or 1], 0 = masked out. Weights [n, m, B, heads], or [B, heads, n, m] when
+// `heads_first`. `weights` in state-dict order.
+Reference reference_relative(int64_t heads, int64_t P, const std::vector<std::vector<float>>& weights, const Tensor& query,
+                             const Tensor& key, const Tensor& value, const Mask& mask, bool heads_first) {
+  const int64_t D = query.shape[2], dk = D / heads, n = query.shape[0], m = key.shape[0], B = query.shape[1];
+  const Tensor q = split_heads(project(batch_major(query, false), weights[0], D), heads);
+  const Tensor k = split_heads(project(batch_major(key, false), weights[1], D), heads);
+  const Tensor v = split_heads(project(batch_major(value, false), weights[2], D, weights[3].data()), heads);
+  const std::vector<float>&R = weights[6], &position_bias = weights[7], &u = weights[8];
+  const ScoreOf score = [&](int64_t block, int64_t i, int64_t j) {
+    const int64_t h = block % heads, relative = P + j - i - (m - n);
+    const float* qi = q.data.data() + (block * n + i) * dk;
+    const float* kj = k.data.data() + (block * m + j) * dk;
+    double sum = position_bias[relative * heads + h];
+    for (int64_t c = 0; c < dk; ++c)
+      sum += (double(qi[c]) + u[h * dk + c]) * kj[c] + double(qi[c]) * R[(relative * heads + h) * dk + c];
+    return sum / std::sqrt(static_cast<double>(dk));
+  };
+  Mask hidden{attn::MaskType::additive, {B, heads, n, m}, {}, std::vector<float>(B * heads * n * m, 0.0f)};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j)
+          hidden.floats[((b * heads + h) * n + i) * m + j] = static_cast<float>(additive_term(mask, {n, m, B}, {i, j, b}, false));
+  attn::SdpaOptions o;
+  o.attn_mask = hidden.view(true);
+  Reference r = reference_sdpa(q, k, v, o, score);
+  r.output = from_batch_major(linear_double(merge_heads(r.output, B, heads, n, dk), D, weights[4], D, weights[5].data()), B, n, D, true);
+  if (!heads_first) {
+    std::vector<double> by_query(r.weights.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < m; ++j) by_query[((i * m + j) * B + b) * heads + h] = r.weights[((b * heads + h) * n + i) * m + j];
+    r.weights = by_query;
   }
   return r;
 }
@@ -470,29 +714,17 @@ void fuzz_rope(Input& in) {
     return;
   }
   if (!attn::rope(x.view(), o, out.data()).ok()) std::abort();
-  const int64_t length = x.shape.at_end(2), dim = x.shape.at_end(1), half = o.rotary_dim.value_or(dim) / 2;
-  for (int64_t row = 0; row < x.shape.leading_numel(2); ++row)
-    for (int64_t l = 0; l < length; ++l) {
-      const double position = o.position_count >= 0 ? o.positions[l] : static_cast<double>(o.offset + l);
-      const float* a = x.data.data() + (row * length + l) * dim;
-      const float* y = out.data() + (row * length + l) * dim;
-      for (int64_t e = 0; e < dim; ++e) {
-        double want = a[e];
-        if (e < 2 * half) {
-          const bool first = o.interleaved ? e % 2 == 0 : e < half;
-          const int64_t pair = o.interleaved ? (first ? e + 1 : e - 1) : (first ? e + half : e - half);
-          const int64_t kk = o.interleaved ? e / 2 : e % half;
-          const double angle = position * std::pow(o.base, -static_cast<double>(kk) / static_cast<double>(half));
-          want = first ? a[e] * std::cos(angle) - a[pair] * std::sin(angle) : a[e] * std::cos(angle) + a[pair] * std::sin(angle);
-        }
-        if (std::isfinite(want) && !(std::fabs(y[e] - want) <= 1e-5 * (1.0 + std::fabs(want)) + 1e-6 * (std::fabs(a[e]) + 1)))
-          std::abort();
-      }
-    }
+  const std::vector<double> want = reference_rope(x, [&](int64_t l) {
+    return o.position_count >= 0 ? o.positions[l] : static_cast<double>(o.offset + l);
+  }, o.base, o.rotary_dim.value_or(x.shape.at_end(1)) / 2, o.interleaved);
+  for (size_t e = 0; e < want.size(); ++e)
+    if (std::isfinite(want[e]) && !(std::fabs(out[e] - want[e]) <= 1e-5 * (1.0 + std::fabs(want[e])) + 1e-6 * (std::fabs(x.data[e]) + 1)))
+      std::abort();
 }
 
-// GroupedQueryAttention fed its input in chunks through a cache equals the block over the whole
-// input at once (RoPE positions, the ring's wrap, grouped heads, windows and soft caps included).
+// GroupedQueryAttention: the block over its whole input against the reference on every kernel set,
+// then fed in chunks through a cache, equal to the whole (RoPE positions, the ring's wrap, grouped
+// heads, windows and soft caps included).
 void fuzz_grouped_query_attention(Input& in) {
   attn::GroupedQueryAttentionConfig c;
   c.num_key_value_heads = 1 + in.byte() % 2;
@@ -521,6 +753,8 @@ void fuzz_grouped_query_attention(Input& in) {
   const int64_t N = 1 + in.byte() % 2, t = 1 + in.byte() % 7;
   Tensor x{{N, t, hidden}, {}};
   for (int64_t e = 0; e < N * t * hidden; ++e) x.data.push_back((static_cast<int>(in.byte()) - 128) / 64.0f);
+  on_every_kernel_set(reference_llama_attention(block->config(), storage, x), static_cast<size_t>(N * t * hidden),
+                      [&](float* out, float* weights) { return block->forward(x.view(), {}, out, weights).ok(); });
   std::vector<float> whole(N * t * hidden), chunked(N * t * hidden);
   if (!block->forward(x.view(), {}, whole.data(), nullptr).ok()) std::abort();
   std::unique_ptr<attn::KVCache> cache;
@@ -570,20 +804,6 @@ void fuzz_module(Input& in, std::unique_ptr<Module>& module, std::vector<std::pa
   forward(*module, moderate_parameters, storage);
 }
 
-// x [..., E] · weightᵀ ([out, E]) in double, rounded to float as the module's projections are.
-Tensor project(const Tensor& x, const std::vector<float>& weight, int64_t out) {
-  const int64_t E = x.shape.at_end(1), rows = safe_numel(x.shape) / std::max<int64_t>(E, 1);
-  Tensor y{x.shape, std::vector<float>(rows * out)};
-  y.shape[y.shape.rank - 1] = out;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < out; ++o) {
-      double sum = 0;
-      for (int64_t e = 0; e < E; ++e) sum += double(x.data[r * E + e]) * weight[o * E + e];
-      y.data[r * out + o] = static_cast<float>(sum);
-    }
-  return y;
-}
-
 bool moderate_mask(const Mask& m) {
   for (float x : m.floats)
     if (!(std::fabs(x) < 1e4f || x == -INFINITY)) return false;
@@ -620,8 +840,9 @@ void fuzz_mha(Input& in) {
   }
   entries.push_back({"out_proj.weight", {E, E}});
   if (k.bias) entries.push_back({"out_proj.bias", {E}});
-  mha->set_training(in.flag());
-  fuzz_module(in, mha, entries, [&](attn::MultiheadAttention& module, bool moderate_parameters, const auto&) {
+  const bool dropout_active = in.flag() && k.dropout > 0.0f;
+  mha->set_training(dropout_active);
+  fuzz_module(in, mha, entries, [&](attn::MultiheadAttention& module, bool moderate_parameters, const auto& weights) {
     const Tensor q = tensor(in, 3), key = tensor(in, 3), v = tensor(in, 3);
     const Mask am = mask(in, 3), kpm = mask(in, 2);
     attn::MultiheadAttentionOptions o;
@@ -632,13 +853,21 @@ void fuzz_mha(Input& in) {
     o.is_causal = in.flag();
     attn::Shape os, ws;
     if (!module.check_forward(q.shape, key.shape, v.shape, o, &os, &ws).ok()) return;
-    kernel_sets_agree(safe_numel(os), o.need_weights ? safe_numel(ws) : 0,
-                      moderate_parameters && moderate_floats({&q.data, &key.data, &v.data}) && moderate_mask(am) &&
-                          moderate_mask(kpm),
-                      [&](float* out, float* weights) { return module.forward(q.view(), key.view(), v.view(), o, out, weights).ok(); });
+    const bool moderate_data =
+        moderate_parameters && moderate_floats({&q.data, &key.data, &v.data}) && moderate_mask(am) && moderate_mask(kpm);
+    kernel_sets_agree(safe_numel(os), o.need_weights ? safe_numel(ws) : 0, moderate_data,
+                      [&](float* out, float* w) { return module.forward(q.view(), key.view(), v.view(), o, out, w).ok(); });
     std::vector<float> out = buffer(os), w = buffer(ws);
     if (!module.forward(q.view(), key.view(), v.view(), o, out.data(), o.need_weights ? w.data() : nullptr).ok())
       return;
+    if (moderate_data && !dropout_active) {
+      on_every_kernel_set(reference_mha(k, weights, q, key, v, am, kpm, o), static_cast<size_t>(safe_numel(os)),
+                          [&](float* output, float* weights_out) {
+                            attn::MultiheadAttentionOptions streamed = o;
+                            streamed.need_weights = o.need_weights && weights_out;
+                            return module.forward(q.view(), key.view(), v.view(), streamed, output, weights_out).ok();
+                          });
+    }
     // The output written over the query (as the bindings do) must be the same, bit for bit.
     Tensor over = q;
     const int64_t count = safe_numel(os);
@@ -679,8 +908,13 @@ void fuzz_small_modules(Input& in) {
       if (!attn::AdditiveAttention::create({a, b, c, 0.0f}, &m).ok()) return;
       fuzz_module(in, m, {{"W_q.weight", {c, a}}, {"W_k.weight", {c, b}}, {"W_v.weight", {1, c}}},
                   [&](attn::AdditiveAttention& module, bool moderate_parameters, const auto& weights) {
-                    const Tensor q = tensor(in, 3), k = tensor(in, 3), v = tensor(in, 3);
-                    const Mask mk = mask(in, 3);
+                    // Shapes that fit the module half the time: random ones rarely do.
+                    const bool fitting = in.flag();
+                    const int64_t batch = in.dim(), query_count = in.dim(), key_count = in.dim(), value_size = in.dim();
+                    const Tensor q = fitting ? tensor_of(in, {batch, query_count, a}) : tensor(in, 3);
+                    const Tensor k = fitting ? tensor_of(in, {batch, key_count, b}) : tensor(in, 3);
+                    const Tensor v = fitting ? tensor_of(in, {batch, key_count, value_size}) : tensor(in, 3);
+                    const Mask mk = fitting ? mask_of(in, {batch, query_count, key_count}) : mask(in, 3);
                     attn::Shape os, ws;
                     if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(true), &os, &ws).ok()) return;
                     std::vector<float> probe = buffer(os);
@@ -713,18 +947,27 @@ void fuzz_small_modules(Input& in) {
                    {"value.linear.weight", {a * dk, D}}, {"value.linear.bias", {a * dk}}, {"output.weight", {D, a * dk}},
                    {"output.bias", {D}}, {"key_pos_embeddings", {2 * P, a, dk}}, {"key_pos_bias", {2 * P, a}},
                    {"query_pos_bias", {a, dk}}},
-                  [&](attn::RelativeMultiHeadAttention& module, bool moderate_parameters, const auto&) {
-                    const Tensor q = tensor(in, 3), k = tensor(in, 3), v = tensor(in, 3);
-                    Mask mk = mask(in, 3);
+                  [&](attn::RelativeMultiHeadAttention& module, bool moderate_parameters, const auto& weights) {
+                    const bool fitting = in.flag();
+                    const int64_t n = std::min(in.dim(), P), m = std::max(std::min(in.dim(), P), n), B = in.dim();
+                    const Tensor q = fitting ? tensor_of(in, {n, B, D}) : tensor(in, 3);
+                    const Tensor k = fitting ? tensor_of(in, {m, B, D}) : tensor(in, 3);
+                    const Tensor v = fitting ? tensor_of(in, {m, B, D}) : tensor(in, 3);
+                    Mask mk = fitting ? mask_of(in, {in.flag() ? n : 1, m, in.flag() ? B : 1}) : mask(in, 3);
                     if (mk.type == attn::MaskType::additive) mk.type = attn::MaskType::boolean, mk.bools.resize(mk.floats.size());
                     const bool heads_first = in.flag();
                     attn::Shape os, ws;
                     if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(false), heads_first, &os, &ws).ok())
                       return;
-                    kernel_sets_agree(safe_numel(os), safe_numel(ws), moderate_parameters && moderate_floats({&q.data, &k.data, &v.data}),
-                                      [&](float* out, float* w) {
-                                        return module.forward(q.view(), k.view(), v.view(), mk.view(false), 0, heads_first, out, w).ok();
-                                      });
+                    const bool moderate_data = moderate_parameters && moderate_floats({&q.data, &k.data, &v.data});
+                    const auto forward = [&](float* out, float* w) {
+                      return module.forward(q.view(), k.view(), v.view(), mk.view(false), 0, heads_first, out, w).ok();
+                    };
+                    kernel_sets_agree(safe_numel(os), safe_numel(ws), moderate_data, forward);
+                    std::vector<float> probe = buffer(os), probe_weights = buffer(ws);
+                    if (!moderate_data || !forward(probe.data(), probe_weights.data())) return;  // not loaded
+                    on_every_kernel_set(reference_relative(a, P, weights, q, k, v, mk, heads_first), static_cast<size_t>(safe_numel(os)),
+                                        forward);
                   });
     }
   }
