@@ -4,8 +4,10 @@
 // adds the page's mask [N, n, m] (1 = masked) and the fully masked rows. The page averages the
 // heads of the sentence it shows (headAverage) and, once it has drawn, verifies the whole result
 // with checkResult() (masked weights, row sums, fully masked rows and their outputs). No DOM here.
-import { MAX_TOKENS, embed, padBatch } from './embeddings.js';
+import { MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
+import { Generation, headScores } from './model.js';
+import { kindNeuron, modelNeuron } from './neuron.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
 
 /** RelativeMultiHeadAttention's P: relative positions each side; n and m may not exceed it. */
@@ -41,6 +43,11 @@ export class AttentionRunner {
     this.attn = attn;
     this.cached = null; // { key, module }
     this.fileModule = null; // { id, module }
+    this.model = null; // the trained model (setModel), its head scores and a generation under way
+    this.modelError = null;
+    this.headScores = null;
+    this.generation = null;
+    this.neuronInputs = null;
   }
 
   /** Loads a MultiheadAttention from a file's { id, config, stateDict }; throws the API's error. */
@@ -78,10 +85,136 @@ export class AttentionRunner {
     return module;
   }
 
+  /**
+   * Takes the trained model (a CharModel) and scores its heads once: induction and previous-token
+   * scores on random characters repeated twice (REPEAT_PERIOD of them, then the same again;
+   * tests/fixtures/demo_model_fixture.py draws the same ones).
+   */
+  setModel(model) {
+    this.model = model;
+    const random = mulberry32(REPEAT_SEED);
+    const half = Array.from({ length: REPEAT_PERIOD }, () => REPEAT_ALPHABET[Math.floor(random() * REPEAT_ALPHABET.length)]).join('');
+    const ids = model.encode(half + half);
+    this.headScores = headScores(model.forward(ids, { needWeights: true }).weights, model.heads, ids.length).flat();
+  }
+
+  /**
+   * The model's next token after `text`, greedily, through the f16 caches of the generation under
+   * way when `text` is where that generation stands (else a new one, prefilled with `text`).
+   */
+  generate(text) {
+    const ids = this.model.encode(text);
+    const current = this.generation;
+    if (!current || current.ids.length !== ids.length || current.ids.some((id, i) => id !== ids[i])) {
+      current?.dispose();
+      this.generation = new Generation(this.model, ids, MAX_TOKENS);
+    }
+    return this.generation.step();
+  }
+
+  /**
+   * The neuron view's numbers (neuron.js) for { kind: 'model', text, layer, head, query } or, for
+   * the other kinds, { kind, request, sentence, head, query }. The model's attention inputs are
+   * kept for the last text: moving along the rows reuses them.
+   */
+  neuron(selection) {
+    if (selection.kind !== 'model') return kindNeuron(selection, RELATIVE_P);
+    const { text, layer, head, query } = selection;
+    if (this.neuronInputs?.text !== text) {
+      this.neuronInputs = { text, inputs: this.model.forward(this.model.encode(text)).attentionInputs };
+    }
+    return modelNeuron(this.model, this.neuronInputs.inputs[layer], layer, head, query);
+  }
+
   /** See compute(). */
   run(request) {
-    return compute(this, request);
+    return request.kind === 'model' ? computeModel(this, request) : compute(this, request);
   }
+}
+
+const REPEAT_PERIOD = 100;
+const REPEAT_SEED = 2022;
+// Random characters of ordinary text: the model has seen every one of them often. (Rare symbols
+// would measure how a head copes with what it never saw, not what it does.)
+const REPEAT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz ';
+const TOP_PREDICTIONS = 5;
+
+/** The `count` most likely next tokens after logits [vocab], with their probabilities. */
+function topPredictions(logits, vocab, count) {
+  const max = Math.max(...logits);
+  const exp = Array.from(logits, (x) => Math.exp(x - max));
+  const sum = exp.reduce((a, b) => a + b, 0);
+  return exp.map((e, id) => ({ token: vocab[id], p: e / sum }))
+    .sort((a, b) => b.p - a.p)
+    .slice(0, count);
+}
+
+/**
+ * The trained model over request.sentences[0] (its characters), every layer's heads as one
+ * [1, layers · heads, t, t] result; with request.generate, one more token first (see generate()).
+ */
+function computeModel(runner, request) {
+  const { model } = runner;
+  if (!model) throw new Error(runner.modelError ?? 'The trained model is still loading.');
+  const started = performance.now();
+  const text = request.sentences[0].join('');
+  let weights;
+  let next;
+  let generated = null;
+  let forwardMs;
+  let tokens;
+  if (request.generate) {
+    const { id, stepMs } = runner.generate(text);
+    const generation = runner.generation;
+    generated = model.vocab[id];
+    forwardMs = stepMs;
+    weights = generation.weights();
+    next = generation.next;
+    tokens = Array.from(model.decode(generation.ids));
+  } else {
+    const forwardStarted = performance.now();
+    const result = model.forward(model.encode(text), { needWeights: true });
+    forwardMs = performance.now() - forwardStarted;
+    const t = request.sentences[0].length;
+    weights = new Float32Array(model.layers * model.heads * t * t);
+    result.weights.forEach((layer, l) => weights.set(layer, l * model.heads * t * t));
+    next = result.logits.subarray(-model.vocab.length);
+    tokens = request.sentences[0];
+  }
+  const t = tokens.length;
+  const H = model.layers * model.heads;
+  const spec = { N: 1, n: t, m: t, causal: true, lengths: null, custom: null };
+  const masked = maskedCells(spec);
+  const { hidden_size: width, num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim } = model.config;
+  const options = request.generate ? '{ cache, needWeights: true }' : '{ needWeights: true }';
+  return {
+    kind: 'model',
+    tokens: [tokens],
+    lengths: [t],
+    N: 1,
+    H,
+    n: t,
+    m: t,
+    embedDim: width,
+    extraKeys: [],
+    weights,
+    masked,
+    outputMaxAbs: null,
+    fullyMasked: [],
+    weightsShape: [1, H, t, t],
+    outputShape: [1, request.generate ? 1 : t, width],
+    call: `new GroupedQueryAttention(${width}, ${heads}, ${kvHeads}, { headDim: ${headDim} }).forward(x [1, ${request.generate ? 1 : t}, ${width}], ${options}) in each of ${model.layers} layers`,
+    forwardMs,
+    phases: {},
+    workerMs: performance.now() - started,
+    model: {
+      layers: model.layers,
+      heads: model.heads,
+      scores: runner.headScores,
+      next: topPredictions(next, model.vocab, TOP_PREDICTIONS),
+      generated,
+    },
+  };
 }
 
 /** Describes a boolean mask for the page: "[2, 7, 7] (1 = may attend)". */

@@ -5,15 +5,34 @@
 // Messages in:  { type: 'init', threads }
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
-// Messages out: { type: 'ready', features, build, crossOriginIsolated } | { type: 'fatal', message }
+//               { type: 'neuron', id, selection }           the trained model's neuron view
+// Messages out: { type: 'ready', features, build, crossOriginIsolated, model } | { type: 'fatal', message }
+//               (model: the trained model's config, or { error } when it did not load)
 //               { type: 'file', id, ok, message? }
 //               { type: 'result', id, result } | { type: 'error', id, message }
+//               { type: 'neuron', id, ok, numbers | message }
 import { init } from '../dist/index.mjs';
+import { CharModel } from './model.js';
 import { AttentionRunner } from './runner.js';
 
 let runner = null;
 
 const describeError = (error) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+async function fetchOk(name) {
+  const response = await fetch(new URL(`./model/${name}`, import.meta.url));
+  if (!response.ok) throw new Error(`model/${name}: HTTP ${response.status}`);
+  return response;
+}
+
+/** The trained model (scripts/train_demo_model.py), its weights read by the package's loadSafetensors. */
+async function loadModel(attn) {
+  const [config, bytes] = await Promise.all([
+    fetchOk('config.json').then((response) => response.json()),
+    fetchOk('model.safetensors').then((response) => response.arrayBuffer()),
+  ]);
+  return new CharModel(attn, config, attn.loadSafetensors(new Uint8Array(bytes)));
+}
 
 self.addEventListener('message', async ({ data: message }) => {
   if (message.type === 'init') {
@@ -22,7 +41,18 @@ self.addEventListener('message', async ({ data: message }) => {
       // package falls back to one thread itself otherwise (features.threads says which).
       const attn = await init({ threads: message.threads });
       runner = new AttentionRunner(attn);
+      let model;
+      try {
+        runner.setModel(await loadModel(attn));
+        const { config } = runner.model;
+        model = { layers: config.num_hidden_layers, heads: config.num_attention_heads, training: config.training };
+      } catch (error) {
+        // The other kinds still work without it.
+        runner.modelError = `The trained model did not load: ${describeError(error)}`;
+        model = { error: runner.modelError };
+      }
       self.postMessage({
+        model,
         type: 'ready',
         features: { ...attn.features },
         build: attn.build,
@@ -37,6 +67,13 @@ self.addEventListener('message', async ({ data: message }) => {
       self.postMessage({ type: 'file', id: message.id, ok: true });
     } catch (error) {
       self.postMessage({ type: 'file', id: message.id, ok: false, message: describeError(error) });
+    }
+  } else if (message.type === 'neuron') {
+    try {
+      const numbers = runner.neuron(message.selection);
+      self.postMessage({ type: 'neuron', id: message.id, ok: true, numbers });
+    } catch (error) {
+      self.postMessage({ type: 'neuron', id: message.id, ok: false, message: describeError(error) });
     }
   } else if (message.type === 'compute') {
     try {

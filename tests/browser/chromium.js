@@ -5,12 +5,21 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../scripts/serve.mjs';
 
 export const RESULTS_DIR = fileURLToPath(new URL('../../test-results/', import.meta.url));
 export const STEP_TIMEOUT = 20_000;
+
+/** One browser for a test file: opened before its tests (filling the object returned), closed after them. */
+export function browserForFile() {
+  const browser = {};
+  before(async () => Object.assign(browser, await openBrowser()), { timeout: 30_000 });
+  after(() => browser.close?.());
+  return browser;
+}
 
 /**
  * Starts the server and a headless Chromium with one page at 1280 x 800. Console errors and page

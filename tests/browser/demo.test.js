@@ -6,34 +6,24 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { init } from '../../dist/index.mjs';
 import { EXAMPLE_TEXT, MAX_TOKENS, embed, mulberry32, padBatch, sentencesOf } from '../../web/embeddings.js';
 import { relativeParameters } from '../../web/parameters.js';
 import {
-  RESULTS_DIR, assertRows, at, cellPoint, nextFrames, openBrowser, openDemo, readResult, update,
+  RESULTS_DIR, assertRows, at, browserForFile, cellPoint, nextFrames, openDemo, readResult, update,
 } from './chromium.js';
 
 const EXPORT_FILE = new URL('../../examples/mha_export.json', import.meta.url);
 const KINDS = ['sdpa', 'mha', 'additive', 'relative'];
 const MASKS = ['none', 'causal', 'padding', 'both'];
 
-let browser;
-let page;
-
-before(async () => {
-  browser = await openBrowser();
-  page = browser.page;
-}, { timeout: 30_000 });
-
-after(async () => {
-  await browser?.close();
-});
+const browser = browserForFile();
 
 /** Selects `value` and waits for the update, or returns the current result if it is already chosen. */
 async function choose(selector, value) {
-  if ((await page.inputValue(selector)) === value) return readResult(page);
-  return update(page, () => page.selectOption(selector, value));
+  if ((await browser.page.inputValue(selector)) === value) return readResult(browser.page);
+  return update(browser.page, () => browser.page.selectOption(selector, value));
 }
 
 function assertNoErrors() {
@@ -66,44 +56,53 @@ function assertClose(got, want, tolerance, what) {
 
 test('the page loads the package in a worker, shows its features and fits 1280 and 390 px', { timeout: 30_000 }, async () => {
   browser.errors.length = 0;
-  const result = await openDemo(page, browser.server);
-  // Screenshots first, of the untouched page.
-  await page.screenshot({ path: join(RESULTS_DIR, 'demo-1280x800.png'), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await nextFrames(page);
-  await page.screenshot({ path: join(RESULTS_DIR, 'demo-390x844.png'), fullPage: true });
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  const result = await openDemo(browser.page, browser.server);
+  // Screenshots first, of the untouched browser.page.
+  await browser.page.screenshot({ path: join(RESULTS_DIR, 'demo-1280x800.png'), fullPage: true });
+  await browser.page.setViewportSize({ width: 390, height: 844 });
+  await nextFrames(browser.page);
+  await browser.page.screenshot({ path: join(RESULTS_DIR, 'demo-390x844.png'), fullPage: true });
+  const overflow = await browser.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `no horizontal scrolling at 390 px (overflow ${overflow} px)`);
-  await page.setViewportSize({ width: 1280, height: 800 });
+  await browser.page.setViewportSize({ width: 1280, height: 800 });
 
-  assert.equal(await page.evaluate(() => globalThis.crossOriginIsolated), true, 'the page is cross-origin isolated');
+  assert.equal(await browser.page.evaluate(() => globalThis.crossOriginIsolated), true, 'the page is cross-origin isolated');
   assert.equal(result.crossOriginIsolated, true, 'the worker is cross-origin isolated');
   assert.equal(result.features.simd, true, 'features.simd');
   assert.equal(result.features.threads, 2, 'init({ threads: 2 }) took the pthreads build in the worker');
   // Chromium >= 114 runs relaxed SIMD, so the worker takes the relaxed pthreads build.
   assert.equal(result.build, 'threads-relaxed');
-  assert.equal(await page.textContent('#feature-simd'), 'yes, relaxed (FMA)');
-  assert.equal(await page.textContent('#feature-threads'), '2');
-  assert.match(await page.textContent('#feature-version'), /^\d+\.\d+\.\d+/);
-  assert.match(await page.textContent('#forward-time'), /^\d+\.\d+ ms$/);
+  assert.equal(await browser.page.textContent('#feature-simd'), 'yes, relaxed (FMA)');
+  assert.equal(await browser.page.textContent('#feature-threads'), '2');
+  assert.match(await browser.page.textContent('#feature-version'), /^\d+\.\d+\.\d+/);
+  assert.match(await browser.page.textContent('#forward-time'), /^\d+\.\d+ ms$/);
 
-  // The default: the example's two sentences, a batch of two, multi-head with 4 heads.
-  const sentences = sentencesOf(EXAMPLE_TEXT);
-  assert.deepEqual(result.tokens, padBatch(sentences));
-  assert.deepEqual(result.lengths, sentences.map((s) => s.length));
-  assert.equal(result.kind, 'mha');
-  assert.deepEqual(result.shape, [2, 4, 7, 7]);
-  assert.deepEqual(result.weightsShape, [2, 4, 7, 7], 'MultiheadAttention weights [N, H, n, m]');
-  assert.deepEqual(result.outputShape, [7, 2, 32], 'MultiheadAttention output (L, N, E)');
-  assert.deepEqual(result.masked, expectedMask(result, 'both'));
+  // The default: the trained model over the example's characters, its 2 layers × 4 heads.
+  const characters = Array.from(EXAMPLE_TEXT);
+  assert.equal(result.kind, 'model');
+  assert.deepEqual(result.tokens, [characters]);
+  assert.deepEqual(result.shape, [1, 8, characters.length, characters.length]);
+  assert.deepEqual(result.masked, expectedMask(result, 'causal'));
   assertRows(result, 'default view');
+
+  // ?kind= opens another kind: the example's two sentences, a batch of two, multi-head with 4 heads.
+  const mha = await openDemo(browser.page, browser.server, '?kind=mha');
+  const sentences = sentencesOf(EXAMPLE_TEXT);
+  assert.deepEqual(mha.tokens, padBatch(sentences));
+  assert.deepEqual(mha.lengths, sentences.map((s) => s.length));
+  assert.equal(mha.kind, 'mha');
+  assert.deepEqual(mha.shape, [2, 4, 7, 7]);
+  assert.deepEqual(mha.weightsShape, [2, 4, 7, 7], 'MultiheadAttention weights [N, H, n, m]');
+  assert.deepEqual(mha.outputShape, [7, 2, 32], 'MultiheadAttention output (L, N, E)');
+  assert.deepEqual(mha.masked, expectedMask(mha, 'both'));
+  assertRows(mha, 'multi-head view');
   assertNoErrors();
 });
 
 test('scaled dot-product weights match a float64 reference (causal + key padding)', { timeout: 20_000 }, async () => {
   browser.errors.length = 0;
-  await openDemo(page, browser.server);
-  const result = await update(page, () => page.selectOption('#kind', 'sdpa'));
+  await openDemo(browser.page, browser.server, '?kind=mha');
+  const result = await update(browser.page, () => browser.page.selectOption('#kind', 'sdpa'));
   assert.equal(result.kind, 'sdpa');
   assert.equal(result.maskKind, 'both');
   const { shape: [N, H, n, m], tokens, lengths, embedDim: d } = result;
@@ -132,7 +131,7 @@ test('scaled dot-product weights match a float64 reference (causal + key padding
 
 test('every kind with every mask: masked cells weigh 0, rows sum to 1, each polarity converted', { timeout: 30_000 }, async () => {
   browser.errors.length = 0;
-  await openDemo(page, browser.server);
+  await openDemo(browser.page, browser.server, '?kind=mha');
   for (const kind of KINDS) {
     await choose('#kind', kind);
     for (const maskKind of MASKS) {
@@ -157,7 +156,7 @@ test('every kind with every mask: masked cells weigh 0, rows sum to 1, each pola
 
   // The relative weights the page asked for per head equal labml's [n, m, B, heads], computed in
   // Node from the same seeded parameters and embeddings, transposed here.
-  const relative = await readResult(page);
+  const relative = await readResult(browser.page);
   const [N, H, L] = relative.shape;
   assert.deepEqual(relative.weightsShape, [N, H, L, L]);
   const { dModel } = relative.config;
@@ -184,16 +183,16 @@ test('every kind with every mask: masked cells weigh 0, rows sum to 1, each pola
 
 test('clicking cells toggles the custom mask and the weights follow; a fully masked row gives zeros', { timeout: 30_000 }, async () => {
   browser.errors.length = 0;
-  await openDemo(page, browser.server);
-  await update(page, () => page.selectOption('#mask', 'none'));
-  const before = await update(page, () => page.check('#custom'));
+  await openDemo(browser.page, browser.server, '?kind=mha');
+  await update(browser.page, () => browser.page.selectOption('#mask', 'none'));
+  const before = await update(browser.page, () => browser.page.check('#custom'));
   assert.deepEqual(before.customCells, []);
   assert.ok(!before.masked.includes(1), 'nothing masked yet');
 
   // Masking key 1 for query 2 removes it from the softmax: the rest of row 2 is rescaled by
   // 1 / (1 - w[2, 1]) in every head and sentence (the custom mask applies to both); other rows stay.
-  const p = await cellPoint(page, 2, 1);
-  const masked = await update(page, () => page.mouse.click(p.x, p.y));
+  const p = await cellPoint(browser.page, 2, 1);
+  const masked = await update(browser.page, () => browser.page.mouse.click(p.x, p.y));
   assert.deepEqual(masked.customCells, [[2, 1]]);
   assert.deepEqual(masked.masked, expectedMask(masked, 'none', [[2, 1]]));
   assert.match(masked.call, /attnMask: \[7, 7\] \(1 = not allowed\)/, 'the custom mask goes to MultiheadAttention as 1 = not allowed');
@@ -214,119 +213,119 @@ test('clicking cells toggles the custom mask and the weights follow; a fully mas
     }
   }
   // Hovering the cell says why it is masked.
-  await page.mouse.move(p.x, p.y);
-  assert.match(await page.textContent('#readout'), /^Query “sat” \(2\) → key “cat” \(1\): weight 0\.0000, masked \(custom\)/);
+  await browser.page.mouse.move(p.x, p.y);
+  assert.match(await browser.page.textContent('#readout'), /^Query “sat” \(2\) → key “cat” \(1\): weight 0\.0000, masked \(custom\)/);
 
   // A second click unmasks it and the weights come back.
-  const restored = await update(page, () => page.mouse.click(p.x, p.y));
+  const restored = await update(browser.page, () => browser.page.mouse.click(p.x, p.y));
   assert.deepEqual(restored.customCells, []);
   assertClose(restored.weights, before.weights, 1e-6, 'weights after unmasking');
 
   // Dragging along row 4 masks every cell it crosses (updates are coalesced while dragging).
-  const a = await cellPoint(page, 4, 0);
-  const c = await cellPoint(page, 4, 2);
-  const dragged = await update(page, async () => {
-    await page.mouse.move(a.x, a.y);
-    await page.mouse.down();
-    await page.mouse.move(c.x, c.y, { steps: 6 });
-    await page.mouse.up();
+  const a = await cellPoint(browser.page, 4, 0);
+  const c = await cellPoint(browser.page, 4, 2);
+  const dragged = await update(browser.page, async () => {
+    await browser.page.mouse.move(a.x, a.y);
+    await browser.page.mouse.down();
+    await browser.page.mouse.move(c.x, c.y, { steps: 6 });
+    await browser.page.mouse.up();
   });
   assert.deepEqual(dragged.customCells, [[4, 0], [4, 1], [4, 2]]);
   assertRows(dragged, 'dragged row 4');
 
   // Causal + a click on [0, 0]: query 0 may attend to nothing, in both sentences.
-  await update(page, () => page.click('#clear-custom'));
-  await update(page, () => page.selectOption('#mask', 'causal'));
-  const q = await cellPoint(page, 0, 0);
-  const fully = await update(page, () => page.mouse.click(q.x, q.y));
+  await update(browser.page, () => browser.page.click('#clear-custom'));
+  await update(browser.page, () => browser.page.selectOption('#mask', 'causal'));
+  const q = await cellPoint(browser.page, 0, 0);
+  const fully = await update(browser.page, () => browser.page.mouse.click(q.x, q.y));
   assert.deepEqual(fully.fullyMasked, [[0, 0], [1, 0]]);
   assert.deepEqual(assertRows(fully, 'fully masked row 0'), [[0, 0], [1, 0]]);
   assert.equal(fully.checks.maxFullyMaskedOutput, 0, 'zero output, not NaN');
-  assert.match(await page.textContent('#fully-masked'), /^Fully masked queries: “the” \(0\)\. Their weights are all 0 and their output is the zero vector \(max \|o\| = 0\)/);
+  assert.match(await browser.page.textContent('#fully-masked'), /^Fully masked queries: “the” \(0\)\. Their weights are all 0 and their output is the zero vector \(max \|o\| = 0\)/);
 
   // The keyboard reaches the same mask: arrows move a cursor, Enter toggles the cell under it.
-  await page.focus('#heatmap');
-  await page.keyboard.press('ArrowDown'); // the first arrow puts the cursor on [0, 0]
-  await page.keyboard.press('ArrowDown');
-  assert.match(await page.textContent('#readout'), /^Query “cat” \(1\) → key “the” \(0\): weight 0\.\d{4}, not masked/);
-  const keyed = await update(page, () => page.keyboard.press('Enter'));
+  await browser.page.focus('#heatmap');
+  await browser.page.keyboard.press('ArrowDown'); // the first arrow puts the cursor on [0, 0]
+  await browser.page.keyboard.press('ArrowDown');
+  assert.match(await browser.page.textContent('#readout'), /^Query “cat” \(1\) → key “the” \(0\): weight 0\.\d{4}, not masked/);
+  const keyed = await update(browser.page, () => browser.page.keyboard.press('Enter'));
   assert.deepEqual(keyed.customCells, [[0, 0], [1, 0]]);
   assert.deepEqual(keyed.fullyMasked, [[0, 0], [1, 0]], 'query 1 still sees itself');
   assertRows(keyed, 'keyboard mask');
   assert.equal(keyed.weights[at(keyed, 0, 0, 1, 1)], 1, 'query 1 attends only to itself');
-  assert.match(await page.textContent('#readout'), /^Query “cat” \(1\) → key “the” \(0\): weight 0\.0000, masked \(custom\)/);
+  assert.match(await browser.page.textContent('#readout'), /^Query “cat” \(1\) → key “the” \(0\): weight 0\.0000, masked \(custom\)/);
   assertNoErrors();
 });
 
 test('bad input is an error on the page until it is fixed', { timeout: 20_000 }, async () => {
   browser.errors.length = 0;
-  await openDemo(page, browser.server);
-  const errorShown = (text) => page.waitForFunction((want) => document.body.dataset.state === 'error' &&
+  await openDemo(browser.page, browser.server, '?kind=mha');
+  const errorShown = (text) => browser.page.waitForFunction((want) => document.body.dataset.state === 'error' &&
     document.getElementById('error').textContent === want, text, { timeout: 10_000 });
-  await page.fill('#text', ' \n ');
+  await browser.page.fill('#text', ' \n ');
   await errorShown('Type at least one word.');
-  await page.fill('#seed', '-1');
-  await page.fill('#text', 'One line only.');
+  await browser.page.fill('#seed', '-1');
+  await browser.page.fill('#text', 'One line only.');
   await errorShown('The weight seed must be an integer from 0 to 4294967295.');
-  const fixed = await update(page, () => page.fill('#seed', '42'));
+  const fixed = await update(browser.page, () => browser.page.fill('#seed', '42'));
   assert.deepEqual(fixed.tokens, [['one', 'line', 'only', '.']]);
   assert.equal(fixed.seed, 42);
-  assert.equal(await page.isHidden('#error'), true);
-  assert.equal(await page.isHidden('#sentence-choice'), true, 'one sentence: no sentence choice');
+  assert.equal(await browser.page.isHidden('#error'), true);
+  assert.equal(await browser.page.isHidden('#sentence-choice'), true, 'one sentence: no sentence choice');
   assertRows(fixed, 'one sentence');
   assertNoErrors();
 });
 
 test('thumbnails: hover shows a head, a click locks it; the large view draws that head', { timeout: 20_000 }, async () => {
   browser.errors.length = 0;
-  const result = await openDemo(page, browser.server);
-  assert.equal(await page.locator('.thumb').count(), 5, 'average + 4 heads');
-  assert.match(await page.textContent('#view-title'), /^Average of 4 heads · sentence 1/);
-  await page.hover('.thumb[data-head="1"]');
-  assert.match(await page.textContent('#view-title'), /^Head 2 of 4 · sentence 1/);
-  await page.mouse.move(0, 0);
-  assert.match(await page.textContent('#view-title'), /^Average of 4 heads/);
+  const result = await openDemo(browser.page, browser.server, '?kind=mha');
+  assert.equal(await browser.page.locator('.thumb').count(), 5, 'average + 4 heads');
+  assert.match(await browser.page.textContent('#view-title'), /^Average of 4 heads · sentence 1/);
+  await browser.page.hover('.thumb[data-head="1"]');
+  assert.match(await browser.page.textContent('#view-title'), /^Head 2 of 4 · sentence 1/);
+  await browser.page.mouse.move(0, 0);
+  assert.match(await browser.page.textContent('#view-title'), /^Average of 4 heads/);
 
-  await page.click('.thumb[data-head="2"]');
-  assert.equal(await page.getAttribute('.thumb[data-head="2"]', 'aria-pressed'), 'true');
-  await page.mouse.move(0, 0);
-  assert.match(await page.textContent('#view-title'), /^Head 3 of 4 \(locked\)/);
-  await page.hover('.thumb[data-head="0"]');
-  assert.match(await page.textContent('#view-title'), /^Head 1 of 4 · /, 'hover still previews another head');
-  await page.mouse.move(0, 0);
+  await browser.page.click('.thumb[data-head="2"]');
+  assert.equal(await browser.page.getAttribute('.thumb[data-head="2"]', 'aria-pressed'), 'true');
+  await browser.page.mouse.move(0, 0);
+  assert.match(await browser.page.textContent('#view-title'), /^Head 3 of 4 \(locked\)/);
+  await browser.page.hover('.thumb[data-head="0"]');
+  assert.match(await browser.page.textContent('#view-title'), /^Head 1 of 4 · /, 'hover still previews another head');
+  await browser.page.mouse.move(0, 0);
 
   // The readout of a hovered cell is head 3's weight.
-  const p = await cellPoint(page, 5, 3);
-  await page.mouse.move(p.x, p.y);
+  const p = await cellPoint(browser.page, 5, 3);
+  await browser.page.mouse.move(p.x, p.y);
   const weight = result.weights[at(result, 0, 2, 5, 3)].toFixed(4);
-  assert.equal(await page.textContent('#readout'),
+  assert.equal(await browser.page.textContent('#readout'),
     `Query “mat” (5) → key “on” (3): weight ${weight}, not masked. ` +
     `Output of this query: max |o| = ${result.outputMaxAbs[5].toFixed(4)}.`);
 
   // Sentence 2 and the relative colour scale redraw without a new computation.
-  await page.check('#sentence-1');
-  assert.match(await page.textContent('#view-title'), /sentence 2/);
-  await page.selectOption('#scale', 'row');
-  await page.click('.thumb[data-head="2"]'); // unlock
-  assert.equal(await page.getAttribute('.thumb[data-head="2"]', 'aria-pressed'), 'false');
+  await browser.page.check('#sentence-1');
+  assert.match(await browser.page.textContent('#view-title'), /sentence 2/);
+  await browser.page.selectOption('#scale', 'row');
+  await browser.page.click('.thumb[data-head="2"]'); // unlock
+  assert.equal(await browser.page.getAttribute('.thumb[data-head="2"]', 'aria-pressed'), 'false');
   assertNoErrors();
 });
 
 test('export: a PNG of the view and a JSON of its weights and mask', { timeout: 20_000 }, async () => {
   browser.errors.length = 0;
-  const result = await openDemo(page, browser.server);
+  const result = await openDemo(browser.page, browser.server, '?kind=mha');
 
-  const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
+  const [png] = await Promise.all([browser.page.waitForEvent('download'), browser.page.click('#export-png')]);
   assert.equal(png.suggestedFilename(), 'attention-mha-s1-average.png');
   const pngPath = join(RESULTS_DIR, png.suggestedFilename());
   await png.saveAs(pngPath);
   const bytes = await readFile(pngPath);
   assert.ok(bytes.length > 1000, `PNG has ${bytes.length} bytes`);
   assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
-  assert.match(await page.getAttribute('#png-link', 'href'), /^blob:/);
-  assert.match(await page.textContent('#png-link'), /^attention-mha-s1-average\.png \(\d+(\.\d)? KB\)$/);
+  assert.match(await browser.page.getAttribute('#png-link', 'href'), /^blob:/);
+  assert.match(await browser.page.textContent('#png-link'), /^attention-mha-s1-average\.png \(\d+(\.\d)? KB\)$/);
 
-  const [json] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+  const [json] = await Promise.all([browser.page.waitForEvent('download'), browser.page.click('#export-json')]);
   const jsonPath = join(RESULTS_DIR, json.suggestedFilename());
   await json.saveAs(jsonPath);
   const exported = JSON.parse(await readFile(jsonPath, 'utf8'));
@@ -346,12 +345,12 @@ test('export: a PNG of the view and a JSON of its weights and mask', { timeout: 
 
 test('a PyTorch state_dict loads from a file and matches the package in Node; bad files say why', { timeout: 30_000 }, async () => {
   browser.errors.length = 0;
-  await openDemo(page, browser.server);
-  const result = await update(page, () => page.setInputFiles('#file', EXPORT_FILE.pathname));
+  await openDemo(browser.page, browser.server, '?kind=mha');
+  const result = await update(browser.page, () => browser.page.setInputFiles('#file', EXPORT_FILE.pathname));
   assert.equal(result.weightsSource, 'file mha_export.json');
   assert.equal(result.embedDim, 16, 'the embedding size comes from the file');
   assert.deepEqual(result.shape, [2, 4, 7, 7]);
-  assert.match(await page.textContent('#file-info'), /^Weights from mha_export\.json: embedding 16, 4 heads/);
+  assert.match(await browser.page.textContent('#file-info'), /^Weights from mha_export\.json: embedding 16, 4 heads/);
   assertRows(result, 'file weights');
 
   // The same module, inputs and masks in Node give the same weights: the page's plumbing
@@ -385,7 +384,7 @@ test('a PyTorch state_dict loads from a file and matches the package in Node; ba
       'out_proj.weight': tensor([E, E]), 'out_proj.bias': tensor([E]),
     },
   };
-  const oddResult = await update(page, () => page.setInputFiles('#file',
+  const oddResult = await update(browser.page, () => browser.page.setInputFiles('#file',
     { name: 'odd.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(odd)) }));
   assert.deepEqual(oddResult.shape, [2, 2, 7, 9], 'two extra key columns');
   assert.deepEqual(oddResult.extraKeys, ['bias_k', 'zero']);
@@ -404,14 +403,14 @@ test('a PyTorch state_dict loads from a file and matches the package in Node; ba
   oddModule.dispose();
   assertClose(oddResult.weights, oddWant.weights.data, 2e-5, 'page vs Node, every layout option');
 
-  // Bad files: an error on the page, and the page keeps working with the weights it had.
+  // Bad files: an error on the browser.page, and the page keeps working with the weights it had.
   const bad = async (name, contents, pattern) => {
-    await page.setInputFiles('#file', { name, mimeType: 'application/json', buffer: Buffer.from(contents) });
-    await page.waitForFunction((file) => {
+    await browser.page.setInputFiles('#file', { name, mimeType: 'application/json', buffer: Buffer.from(contents) });
+    await browser.page.waitForFunction((file) => {
       const error = document.getElementById('file-error');
       return !error.hidden && error.textContent.includes(file);
     }, name, { timeout: 10_000 });
-    assert.match(await page.textContent('#file-error'), pattern, name);
+    assert.match(await browser.page.textContent('#file-error'), pattern, name);
   };
   await bad('broken.json', '{"config": ', /^Could not load broken\.json: The file is not JSON/);
   await bad('other.json', JSON.stringify({ module: 'Transformer', config: {}, stateDict: {} }),
@@ -422,14 +421,14 @@ test('a PyTorch state_dict loads from a file and matches the package in Node; ba
   const missing = JSON.parse(await readFile(EXPORT_FILE, 'utf8'));
   delete missing.stateDict.in_proj_bias;
   await bad('missing.json', JSON.stringify(missing), /MultiheadAttention rejected the file: AttentionError: .*in_proj_bias/);
-  const still = await update(page, () => page.selectOption('#mask', 'causal'));
+  const still = await update(browser.page, () => browser.page.selectOption('#mask', 'causal'));
   assert.equal(still.weightsSource, 'file odd.json', 'the last good file stays loaded');
 
   // Back to seeded weights.
-  const seeded = await update(page, () => page.click('#use-seeded'));
+  const seeded = await update(browser.page, () => browser.page.click('#use-seeded'));
   assert.equal(seeded.weightsSource, 'seeded');
   assert.equal(seeded.embedDim, 32);
-  const rerolled = await update(page, () => page.click('#reroll'));
+  const rerolled = await update(browser.page, () => browser.page.click('#reroll'));
   assert.notEqual(rerolled.seed, seeded.seed);
   assert.notDeepEqual(rerolled.weights, seeded.weights, 'another seed, other weights');
   assertNoErrors();
@@ -437,18 +436,18 @@ test('a PyTorch state_dict loads from a file and matches the package in Node; ba
 
 test('512 tokens: every kind completes, checked; times reported', { timeout: 60_000 }, async (t) => {
   browser.errors.length = 0;
-  await openDemo(page, browser.server);
+  await openDemo(browser.page, browser.server, '?kind=mha');
   const rows = [];
   for (const kind of KINDS) {
     await choose('#kind', kind);
     let started = Date.now();
-    const first = await update(page, () => page.selectOption('#length', '512'));
+    const first = await update(browser.page, () => browser.page.selectOption('#length', '512'));
     const firstWall = Date.now() - started;
     // Three more updates at 512 tokens with the module already built: what interaction feels like.
     const later = [];
     for (const maskKind of ['causal', 'padding', 'both']) {
       started = Date.now();
-      const result = await update(page, () => page.selectOption('#mask', maskKind));
+      const result = await update(browser.page, () => browser.page.selectOption('#mask', maskKind));
       later.push({ result, wall: Date.now() - started });
     }
     const median = (key) => later.map(({ result }) => result[key]).sort((a, b) => a - b)[1];
@@ -469,8 +468,8 @@ test('512 tokens: every kind completes, checked; times reported', { timeout: 60_
   }
   // Ten quick changes while one is computing: only the latest waits, so few are computed.
   await choose('#kind', 'mha');
-  const start = await update(page, () => page.selectOption('#length', '512'));
-  const burst = await update(page, () => page.evaluate(() => {
+  const start = await update(browser.page, () => browser.page.selectOption('#length', '512'));
+  const burst = await update(browser.page, () => browser.page.evaluate(() => {
     const heads = document.getElementById('heads-count');
     for (let h = 1; h <= 10; h++) {
       heads.value = String(h);
@@ -483,7 +482,7 @@ test('512 tokens: every kind completes, checked; times reported', { timeout: 60_
   assert.ok(computed <= 3, `10 changes, ${computed} computed`);
   t.diagnostic(`10 rapid changes at 512 tokens: ${computed} computed`);
   // The largest configuration the controls allow, reported for the README (not asserted).
-  const sixteen = await update(page, () => page.evaluate(() => {
+  const sixteen = await update(browser.page, () => browser.page.evaluate(() => {
     const heads = document.getElementById('heads-count');
     heads.value = '16';
     heads.dispatchEvent(new Event('input', { bubbles: true }));
@@ -492,8 +491,8 @@ test('512 tokens: every kind completes, checked; times reported', { timeout: 60_
   assert.equal(sixteen.checks.maxMaskedWeight, 0, 'mha, 16 heads: masked weights are 0');
   rows.push(`mha      heads 16  forward ${sixteen.forwardMs.toFixed(1).padStart(6)} ms  worker ${sixteen.workerMs.toFixed(1).padStart(6)} ms` +
     `  update ${sixteen.updateMs.toFixed(1).padStart(6)} ms  (one update)`);
-  await page.screenshot({ path: join(RESULTS_DIR, 'demo-512-tokens.png') });
-  t.diagnostic(`512 tokens, batch of 2, medians of 3 mask changes (features ${JSON.stringify((await readResult(page)).features)}):`);
+  await browser.page.screenshot({ path: join(RESULTS_DIR, 'demo-512-tokens.png') });
+  t.diagnostic(`512 tokens, batch of 2, medians of 3 mask changes (features ${JSON.stringify((await readResult(browser.page)).features)}):`);
   for (const row of rows) t.diagnostic(row);
   assertNoErrors();
 });
@@ -501,8 +500,8 @@ test('512 tokens: every kind completes, checked; times reported', { timeout: 60_
 test('the package runs in a browser page without the demo', { timeout: 20_000 }, async () => {
   // The demo page only provides the origin, headers and CSP; its own state does not matter here.
   browser.errors.length = 0;
-  await page.goto(`${browser.server.url}web/`, { waitUntil: 'load' });
-  const got = await page.evaluate(async () => {
+  await browser.page.goto(`${browser.server.url}web/`, { waitUntil: 'load' });
+  const got = await browser.page.evaluate(async () => {
     const { init: load } = await import('/dist/index.mjs');
     const attn = await load();
     const tensor = (values, shape) => ({ data: new Float32Array(values), shape });
@@ -529,6 +528,6 @@ test('the package runs in a browser page without the demo', { timeout: 20_000 },
   // Causal: query 0 sees only key 0; query 1 sees both, as above.
   assertClose(got.causalWeights, [1, 0, b, a], 2e-5, 'causal weights');
   assertClose(got.causalOutput, [1, 2, b + 3 * a, 2 * b + 4 * a], 2e-5, 'causal output');
-  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 20_000 });
+  await browser.page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 20_000 });
   assertNoErrors();
 });

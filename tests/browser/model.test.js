@@ -1,0 +1,153 @@
+// The demo's trained model in Chromium: the layers × heads grid with each head's scores, "Repeat
+// this text", and generation through the worker's f16 KV caches, which must write what PyTorch's
+// greedy decoding wrote (tests/fixtures/demo_model.json).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+
+import { assertRows, at, browserForFile, cellPoint, openDemo, readResult, update } from './chromium.js';
+
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/demo_model.json', import.meta.url), 'utf8'));
+
+const browser = browserForFile();
+
+test('the grid: every layer and head, labelled with its induction and previous-token scores', { timeout: 30_000 }, async () => {
+  browser.errors.length = 0;
+  const result = await openDemo(browser.page, browser.server);
+  const { layers, heads, scores } = result.model;
+  assert.deepEqual([layers, heads], [2, 4]);
+  assert.equal(await browser.page.locator('.thumb').count(), 1 + layers * heads, 'average + every head');
+  for (let head = 0; head < layers * heads; head++) {
+    const caption = await browser.page.textContent(`.thumb[data-head="${head}"] span`);
+    const { induction, previousToken } = scores[head];
+    const where = `L${Math.floor(head / heads) + 1} H${(head % heads) + 1}`;
+    assert.equal(caption, `${where}ind ${induction.toFixed(2)} · prev ${previousToken.toFixed(2)}`);
+  }
+  // The trained model has both kinds of head the scores look for (tests/js/demo-model.test.js
+  // checks the scores themselves against PyTorch).
+  assert.ok(Math.max(...scores.map((s) => s.induction)) >= 0.4, 'an induction head');
+  assert.ok(Math.max(...scores.map((s) => s.previousToken)) >= 0.6, 'a previous-token head');
+  await browser.page.hover('.thumb[data-head="5"]');
+  assert.match(await browser.page.textContent('#view-title'), /^Layer 2, head 2 · sentence 1/);
+  assert.match(await browser.page.textContent('#model-next'), /^Next character: “.+” \d+ %/);
+
+  // The JSON export carries the model's grid and scores.
+  await browser.page.click('.thumb[data-head="5"]');
+  const [download] = await Promise.all([browser.page.waitForEvent('download'), browser.page.click('#export-json')]);
+  assert.equal(download.suggestedFilename(), 'attention-model-s1-head6.json');
+  const exported = JSON.parse(await readFile(await download.path(), 'utf8'));
+  assert.equal(exported.module, 'GroupedQueryAttention');
+  assert.deepEqual(exported.model, { layers, heads, scores });
+  assert.deepEqual(exported.shape, [layers * heads, result.shape[2], result.shape[3]]);
+  assert.deepEqual(browser.errors, []);
+});
+
+test('the neuron view: a head\'s steps for the query under the pointer, ending in the weights drawn', { timeout: 20_000 }, async () => {
+  browser.errors.length = 0;
+  const result = await openDemo(browser.page, browser.server);
+  assert.match(await browser.page.textContent('#neuron-title'), /^Pick a head/);
+  const [layer, head, query] = [1, 2, 12];
+  await browser.page.click(`.thumb[data-head="${layer * 4 + head}"]`);
+  const point = await cellPoint(browser.page, query, 0);
+  await browser.page.mouse.move(point.x, point.y);
+  await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
+  const token = result.tokens[0][query];
+  assert.equal(await browser.page.textContent('#neuron-title'),
+    `Query “${token === ' ' ? '␣' : token}” (${query}) · layer 2, head 3 (key/value head 2) · d = 32, scale 1/√32, q and k after RoPE · no soft cap in this model`);
+  const rows = await browser.page.$$eval('#neuron-body tbody tr', (trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
+  assert.equal(rows.length, 1 + (query + 1) + 1, 'q, every visible key, the output');
+  for (let j = 0; j <= query; j++) {
+    const [, , dot, scaled, softmax] = rows[1 + j];
+    assert.ok(Math.abs(Number(scaled) - Number(dot) / Math.sqrt(32)) <= 2e-3 * (1 + Math.abs(Number(scaled))), `key ${j}: scaled = q·k / √32`);
+    const drawn = result.weights[at(result, 0, layer * 4 + head, query, j)];
+    assert.ok(Math.abs(Number(softmax) - drawn) <= 5e-4, `key ${j}: softmax ${softmax}, heatmap ${drawn}`);
+  }
+  assert.equal(rows.at(-1)[1], `${result.shape[2] - query - 1} keys masked`, 'the later keys, causal');
+
+  // The other kinds have it too; Transformer-XL's score splits into its content and position terms
+  // (tests/js/demo-neuron.test.js checks every kind's numbers against the package).
+  await openDemo(browser.page, browser.server, '?kind=relative');
+  await browser.page.click('.thumb[data-head="1"]');
+  const cell = await cellPoint(browser.page, 4, 0);
+  await browser.page.mouse.move(cell.x, cell.y);
+  await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
+  const header = await browser.page.$$eval('#neuron-body thead th', (ths) => ths.map((th) => th.textContent));
+  assert.deepEqual(header, ['key', 'k', 'content (q+u)·k', 'position q·R + b', 'scaled', 'softmax', 'weight · v']);
+  assert.match(await browser.page.textContent('#neuron-title'), /^Query “the” \(4\) · head 2 of 4 · d = 8/);
+  assert.deepEqual(browser.errors, []);
+});
+
+/** Clicks an export button and returns the downloaded file's name and text. */
+async function download(button) {
+  const [file] = await Promise.all([browser.page.waitForEvent('download'), browser.page.click(button)]);
+  return { name: file.suggestedFilename(), text: await readFile(await file.path(), 'utf8') };
+}
+
+test('export: an SVG with its labels and a self-contained HTML file of the view', { timeout: 30_000 }, async () => {
+  browser.errors.length = 0;
+  await openDemo(browser.page, browser.server);
+  const result = await update(browser.page, () => browser.page.fill('#text', 'In the beginning'));
+  await browser.page.click('.thumb[data-head="4"]');
+  const svg = await download('#export-svg');
+  const title = await browser.page.textContent('#view-title');
+  assert.match(title, /^Layer 2, head 1 \(locked\) · /);
+  assert.equal(svg.name, 'attention-model-s1-head5.svg');
+  assert.match(svg.text, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  assert.ok(svg.text.includes(`>${title}</text>`), 'the title');
+  const t = result.shape[2];
+  const cells = [...svg.text.matchAll(/<rect x="\d+" y="\d+" width="\d+" height="\d+" fill="[^"]+"><title>([^<]*)<\/title>/g)];
+  assert.equal(cells.length, t * t, 'a rect per cell');
+  // Each cell's tooltip has its weight: the one the page published for that head.
+  const k = 9 * t + 3;
+  assert.equal(cells[k][1], `g → t: ${result.weights[(4 * t + 9) * t + 3].toFixed(4)}`, '"In the beginning": query 9 is g, key 3 is t');
+  for (const label of ['I', 'n', '␣', 'b', 'g']) assert.ok(svg.text.includes(`>${label}</text>`), `label ${label}`);
+  assert.ok(!svg.text.includes('<image'), 'vector cells at this size');
+
+  const html = await download('#export-html');
+  assert.equal(html.name, 'attention-model-s1-head5.html');
+  assert.match(html.text, /^<!doctype html>/);
+  assert.ok(html.text.includes('<svg xmlns'), 'the SVG inline');
+  assert.ok(!/<script|\ssrc=|<link|href="https?:/.test(html.text), 'nothing to fetch or run');
+  assert.equal((html.text.match(/<tr><td>/g) ?? []).length, 8, 'a score row per head');
+  assert.ok(html.text.includes('<code>In the beginning</code>'));
+
+  // Long inputs: the cells become one embedded image; the file stays small.
+  await update(browser.page, () => browser.page.selectOption('#length', '256'));
+  const long = await download('#export-svg');
+  assert.match(long.text, /<image width="\d+" height="\d+" preserveAspectRatio="none" style="image-rendering:pixelated" href="data:image\/png;base64,/);
+  assert.ok(long.text.length < 1_000_000, `${long.text.length} characters`);
+  assert.deepEqual(browser.errors, []);
+});
+
+test('"Repeat this text" doubles the text, and the model reads it as one sequence', { timeout: 20_000 }, async () => {
+  browser.errors.length = 0;
+  await openDemo(browser.page, browser.server);
+  await update(browser.page, () => browser.page.fill('#text', 'In the beginning'));
+  const repeated = await update(browser.page, () => browser.page.click('#repeat-text'));
+  assert.equal(await browser.page.inputValue('#text'), 'In the beginningIn the beginning');
+  assert.deepEqual(repeated.tokens, [Array.from('In the beginningIn the beginning')]);
+  assertRows(repeated, 'repeated text');
+  assert.deepEqual(browser.errors, []);
+});
+
+test('Generate: one character a step through the f16 KV caches, as PyTorch decodes greedily', { timeout: 30_000 }, async () => {
+  browser.errors.length = 0;
+  await openDemo(browser.page, browser.server);
+  await update(browser.page, () => browser.page.fill('#text', fixture.prompt));
+  await browser.page.click('#generate');
+  await browser.page.waitForFunction(() => {
+    const result = JSON.parse(document.getElementById('attention-result').textContent);
+    return document.body.dataset.state === 'ready' && result.model?.generating === 0 && result.model.generated !== null;
+  }, null, { timeout: 20_000 });
+  const result = await readResult(browser.page);
+  assert.equal(await browser.page.inputValue('#text'), fixture.continuation.text);
+  const t = fixture.continuation.ids.length;
+  assert.deepEqual(result.shape, [1, 8, t, t], 'each step added a row (and a column) of weights');
+  assert.deepEqual(result.tokens, [Array.from(fixture.continuation.text)]);
+  assert.equal(result.requests.computed - result.requests.requested, 0, 'every step was computed');
+  assertRows(result, 'after generation');
+  assert.match(await browser.page.textContent('#decode-time'), /^\d+\.\d\d ms \(f16 KV cache, \d+ tokens\)$/);
+  assert.equal(await browser.page.textContent('#generate'), 'Generate 32 characters');
+  assert.deepEqual(browser.errors, []);
+});

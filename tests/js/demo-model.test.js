@@ -1,0 +1,113 @@
+// The demo page's trained model (web/model.js over web/model/) against PyTorch
+// (tests/fixtures/demo_model_fixture.py, float64): next-token logits on a fixed prompt, a cached
+// f16 generation step by step, and the heads the page labels — at least one induction head and one
+// previous-token head, as Olsson et al. (2022) describe for two-layer models.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+
+import { init } from 'attention-wasm';
+
+import { CharModel, Generation, headScores } from '../../web/model.js';
+import { modelNeuron } from '../../web/neuron.js';
+import { TOLERANCE, maxRelativeError } from './helpers.js';
+
+const read = (path) => readFileSync(new URL(path, import.meta.url));
+const fixture = JSON.parse(read('../fixtures/demo_model.json'));
+const config = JSON.parse(read('../../web/model/config.json'));
+
+let attn;
+let model;
+before(async () => {
+  attn = await init();
+  model = new CharModel(attn, config, attn.loadSafetensors(read('../../web/model/model.safetensors')));
+});
+after(() => attn.dispose());
+
+const vocabSize = () => config.vocab.length;
+const row = (logits, i) => logits.subarray(i * vocabSize(), (i + 1) * vocabSize());
+
+test('the prompt tokenises to the ids PyTorch used', () => {
+  assert.deepEqual(Array.from(model.encode(fixture.prompt)), fixture.ids);
+  assert.equal(model.decode(fixture.continuation.ids), fixture.continuation.text);
+});
+
+test('next-token logits at every position of the prompt match PyTorch', () => {
+  const { logits } = model.forward(model.encode(fixture.prompt));
+  const err = maxRelativeError(logits, fixture.logits);
+  assert.ok(err <= TOLERANCE, `logits: max relative error ${err}`);
+});
+
+// f16 keys and values round each element by up to 2^-11 of itself; through two layers and the
+// output head that moves logits of about ±10 by a few thousandths.
+const F16_TOLERANCE = 5e-3;
+
+for (const dtype of ['f32', 'f16']) {
+  test(`generation through ${dtype} KV caches: prefill, then one token a step, matches the full forward`, () => {
+    const ids = fixture.continuation.ids;
+    const promptLength = fixture.ids.length;
+    const caches = model.createCaches(ids.length, dtype);
+    const steps = [model.forward(ids.slice(0, promptLength), { caches }).logits.subarray(-vocabSize())];
+    for (let t = promptLength; t < ids.length; t++) steps.push(model.forward(ids.slice(t, t + 1), { caches }).logits);
+    const tolerance = dtype === 'f16' ? F16_TOLERANCE : TOLERANCE;
+    steps.forEach((logits, step) => {
+      const want = row(Float64Array.from(fixture.continuation.logits), promptLength - 1 + step);
+      const err = maxRelativeError(logits, want);
+      assert.ok(err <= tolerance, `step ${step}: max relative error ${err} > ${tolerance}`);
+    });
+    assert.equal(caches[0].length, ids.length);
+    for (const cache of caches) cache.dispose();
+  });
+}
+
+test('the page\'s Generation writes what PyTorch wrote, its weights growing a row a step', () => {
+  const want = fixture.continuation.ids;
+  const generation = new Generation(model, fixture.ids, want.length);
+  while (!generation.full) generation.step();
+  assert.equal(model.decode(generation.ids), fixture.continuation.text);
+  assert.throws(() => generation.step(), /full/);
+  // The rows gathered step by step are the full forward's weights (within the f16 cache's rounding).
+  const t = want.length;
+  const { weights } = model.forward(Int32Array.from(want), { needWeights: true });
+  const whole = new Float32Array(model.layers * model.heads * t * t);
+  weights.forEach((layer, l) => whole.set(layer, l * model.heads * t * t));
+  const err = maxRelativeError(generation.weights(), whole);
+  assert.ok(err <= F16_TOLERANCE, `weights: max relative error ${err}`);
+  generation.dispose();
+});
+
+test('the neuron view\'s steps end in the block\'s own weights for that query', () => {
+  const ids = model.encode(fixture.prompt);
+  const t = ids.length;
+  const { weights, attentionInputs } = model.forward(ids, { needWeights: true });
+  for (const [layer, head, query] of [[0, 0, 0], [0, 3, t - 1], [1, 1, 7], [1, 2, t - 1]]) {
+    const n = modelNeuron(model, attentionInputs[layer], layer, head, query);
+    assert.equal(n.kvHead, Math.floor(head / 2), 'heads 0-1 share key/value head 0, heads 2-3 key/value head 1');
+    const want = weights[layer].subarray((head * t + query) * t, (head * t + query + 1) * t);
+    const err = maxRelativeError(n.weights, want);
+    assert.ok(err <= TOLERANCE, `layer ${layer} head ${head} query ${query}: max relative error ${err}`);
+    assert.deepEqual(Array.from(n.masked), Array.from({ length: t }, (_, j) => (j > query ? 1 : 0)));
+    const d = config.head_dim;
+    assert.ok(Math.abs(n.scaled[0] - n.terms[0].values[0] / Math.sqrt(d)) <= 1e-6 * (1 + Math.abs(n.scaled[0])));
+    // The output is the weighted sum of the values it lists.
+    for (let c = 0; c < d; c++) {
+      let sum = 0;
+      for (let j = 0; j <= query; j++) sum += n.weights[j] * n.values[j * d + c];
+      assert.ok(Math.abs(n.output[c] - sum) <= 1e-5 * (1 + Math.abs(sum)));
+    }
+  }
+});
+
+test('head scores on random characters repeated twice: PyTorch\'s, with an induction head and a previous-token head', () => {
+  const { ids, scores: want } = fixture.repeated;
+  const { weights } = model.forward(Int32Array.from(ids), { needWeights: true });
+  const scores = headScores(weights, model.heads, ids.length);
+  scores.forEach((layer, l) => layer.forEach((got, h) => {
+    for (const key of ['induction', 'previousToken']) {
+      assert.ok(Math.abs(got[key] - want[l][h][key]) <= 1e-5, `layer ${l} head ${h} ${key}: ${got[key]} vs ${want[l][h][key]}`);
+    }
+  }));
+  const best = (key) => Math.max(...scores.flat().map((s) => s[key]));
+  assert.ok(best('induction') >= 0.4, `best induction score ${best('induction')} < 0.4`);
+  assert.ok(best('previousToken') >= 0.6, `best previous-token score ${best('previousToken')} < 0.6`);
+});

@@ -1,0 +1,115 @@
+// The worker (worker.js, which computes) and the page's request queue. Requests are coalesced: one
+// is computed at a time and only the latest change waits behind it, so dragging a slider or a mask
+// never queues stale work. main.js starts it with the functions that read the controls and take
+// each result.
+import { setState, showError, ui } from './page.js';
+
+const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+let nextId = 1;
+let inFlight = null; // { id, request, requestedAt }
+let pending = null;
+export const counts = { requested: 0, computed: 0 }; // published: shows the coalescing at work
+const replies = new Map(); // id -> what takes the worker's answer to a 'file' or 'neuron' message
+let readRequest = null; // set by startWorker
+let takeResult = null;
+
+/** Posts a message with a fresh id and resolves with the worker's reply to it. */
+function ask(message, transfer = []) {
+  const id = nextId++;
+  return new Promise((resolve) => {
+    replies.set(id, resolve);
+    worker.postMessage({ ...message, id }, transfer);
+  });
+}
+
+/** The neuron view's numbers for a selection (see runner.js). */
+export async function computeNeuron(selection) {
+  const reply = await ask({ type: 'neuron', selection });
+  if (!reply.ok) throw new Error(reply.message);
+  return reply.numbers;
+}
+
+/** Loads a MultiheadAttention in the worker from a file's { config, stateDict } → its reply. */
+export function sendFile(config, stateDict) {
+  return ask({ type: 'file', config, stateDict }, Object.values(stateDict).map((t) => t.data.buffer));
+}
+
+function send(job) {
+  inFlight = job;
+  worker.postMessage({ type: 'compute', id: job.id, request: job.request });
+}
+
+/**
+ * Reads the controls into a request and sends it, or parks it behind the one in flight. With
+ * `generate`, the model adds one character first (through the worker's KV caches).
+ */
+export function requestUpdate(generate = false) {
+  if (!ui.features) return;
+  let request;
+  try {
+    request = { ...readRequest(), generate };
+  } catch (error) {
+    // Nothing valid to compute: drop the waiting request; a result still in flight is drawn, but
+    // the error stays up until the controls are fixed.
+    pending = null;
+    ui.inputError = error;
+    showError(error);
+    return;
+  }
+  ui.inputError = null;
+  const job = { id: nextId++, request, requestedAt: performance.now() };
+  counts.requested++;
+  setState('busy');
+  if (inFlight) pending = job;
+  else send(job);
+}
+
+function afterJob() {
+  inFlight = null;
+  if (pending) {
+    const next = pending;
+    pending = null;
+    send(next);
+  }
+}
+
+/** Whether no request is being computed (a result is final once nothing newer is on its way). */
+export function isIdle() {
+  return inFlight === null;
+}
+
+/**
+ * Starts the worker's package instance with `threads`: `onReady(message)` runs when it is up,
+ * `read()` builds a request from the controls, `accept(job, result)` takes each result.
+ */
+export function startWorker({ threads, onReady, read, accept }) {
+  readRequest = read;
+  takeResult = accept;
+  worker.addEventListener('message', ({ data: message }) => {
+    if (message.type === 'ready') {
+      onReady(message);
+      requestUpdate();
+    } else if (message.type === 'fatal') {
+      showError(new Error(`The package could not start: ${message.message}`));
+    } else if (message.type === 'file' || message.type === 'neuron') {
+      replies.get(message.id)?.(message);
+      replies.delete(message.id);
+    } else if (message.type === 'result' || message.type === 'error') {
+      const job = inFlight;
+      counts.computed++;
+      afterJob();
+      if (!job || job.id !== message.id) return;
+      if (message.type === 'error') {
+        ui.generating = 0;
+        if (!inFlight) showError(new Error(message.message));
+        return;
+      }
+      takeResult(job, message.result);
+    }
+  });
+  worker.addEventListener('error', (event) => {
+    event.preventDefault();
+    showError(new Error(`The worker failed: ${event.message || 'it could not be loaded'}`));
+  });
+  worker.postMessage({ type: 'init', threads });
+}

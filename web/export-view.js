@@ -1,0 +1,242 @@
+// Export of the current view (the Export buttons): a PNG of the heatmap with its title and legend
+// (canvas.toBlob), an SVG of it with its token labels (for papers), a self-contained HTML file of
+// the view (the SVG, the call and the model's head scores, nothing fetched), and a JSON document of
+// the weights and the mask. Downloads go through a visible link whose href is an object URL
+// (blob:), so the file can be fetched again from the page.
+import { MASK_STYLE, colourOf, drawHeatmap } from './heatmap.js';
+import { render, shownHead, viewOf } from './heatmap-view.js';
+import { KIND_NAMES, MASK_NAMES, customCells, el, showError, ui } from './page.js';
+
+/**
+ * Draws `title`, then each canvas below the previous one, on a white background, and encodes it.
+ * @param {string} title
+ * @param {HTMLCanvasElement[]} canvases  drawn at their backing-store size
+ * @returns {Promise<Blob>}
+ */
+function composePng(title, canvases) {
+  const ratio = globalThis.devicePixelRatio || 1;
+  const margin = Math.round(12 * ratio);
+  const titleHeight = Math.round(28 * ratio);
+  const font = `600 ${Math.round(15 * ratio)}px system-ui, sans-serif`;
+  const out = document.createElement('canvas');
+  const ctx = out.getContext('2d');
+  ctx.font = font;
+  const titleWidth = Math.ceil(ctx.measureText(title).width);
+  const width = Math.max(titleWidth, ...canvases.map((c) => c.width)) + 2 * margin;
+  const height = titleHeight + canvases.reduce((h, c) => h + c.height + margin, 0) + margin;
+  out.width = width; // resets the context's state
+  out.height = height;
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, width, height);
+  ctx.fillStyle = '#1d2330';
+  ctx.font = font;
+  ctx.textBaseline = 'middle';
+  ctx.fillText(title, margin, margin + titleHeight / 2 - margin / 2);
+  let y = titleHeight + margin;
+  for (const canvas of canvases) {
+    ctx.drawImage(canvas, margin, y);
+    y += canvas.height + margin;
+  }
+  return new Promise((resolve, reject) => {
+    out.toBlob((blob) => (blob ? resolve(blob) : reject(new Error('The PNG could not be encoded.'))), 'image/png');
+  });
+}
+
+function sizeText(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * Points `link` at `blob` (revoking its previous object URL), names the file, shows the link and
+ * follows it once so the download starts.
+ * @param {Blob} blob
+ * @param {string} filename
+ * @param {HTMLAnchorElement} link
+ */
+function offerDownload(blob, filename, link) {
+  if (link.href.startsWith('blob:')) URL.revokeObjectURL(link.href);
+  link.href = URL.createObjectURL(blob);
+  link.download = filename;
+  link.textContent = `${filename} (${sizeText(blob.size)})`;
+  link.hidden = false;
+  link.click();
+}
+
+function fileStem() {
+  const r = ui.shown;
+  const head = shownHead();
+  return `attention-${r.kind}-s${ui.sentence + 1}-${head === 'avg' ? 'average' : `head${head + 1}`}`;
+}
+
+async function exportPng() {
+  if (!ui.shown) return;
+  const view = viewOf(shownHead());
+  // The picture without the hover highlight.
+  drawHeatmap(el.canvas, view, {});
+  const { maskKind, custom } = ui.shown.request;
+  const masks = `${MASK_NAMES[maskKind]}${custom ? ' + custom cells' : ''}`;
+  const blob = await composePng(`${el.viewTitle.textContent} · ${masks}`, [el.canvas, el.legend]);
+  render();
+  offerDownload(blob, `${fileStem()}.png`, el.pngLink);
+}
+
+function exportJson() {
+  if (!ui.shown) return;
+  const r = ui.shown;
+  const b = ui.sentence;
+  const size = r.n * r.m;
+  const head = shownHead();
+  const view = viewOf(head);
+  const document_ = {
+    kind: r.kind,
+    module: KIND_NAMES[r.kind],
+    sentence: b,
+    tokens: r.tokens[b],
+    keys: view.colTokens,
+    length: r.lengths[b],
+    heads: r.H,
+    shape: [r.H, r.n, r.m],
+    weights: Array.from(r.weights.subarray(b * r.H * size, (b + 1) * r.H * size)),
+    average: r.H > 1 ? Array.from(viewOf('avg').weights) : null,
+    masked: Array.from(view.masked),
+    maskKind: r.request.maskKind,
+    customCells: customCells(r.request.custom, r.n),
+    fullyMaskedRows: view.fullyMasked,
+    outputMaxAbs: r.outputMaxAbs ? Array.from(r.outputMaxAbs.subarray(b * r.n, (b + 1) * r.n)) : null,
+    model: r.model ? { layers: r.model.layers, heads: r.model.heads, scores: r.model.scores } : null,
+    view: { head },
+    config: r.request.config,
+    seed: r.request.seed,
+    call: r.call,
+    features: ui.features,
+    build: ui.build,
+    forwardMs: r.forwardMs,
+  };
+  const blob = new Blob([JSON.stringify(document_)], { type: 'application/json' });
+  offerDownload(blob, `${fileStem()}.json`, el.jsonLink);
+}
+
+const SVG_MAX_WIDTH = 960; // px of the grid at most
+const SVG_LABEL_FONT = 11;
+const SVG_VECTOR_CELLS = 128 * 128; // above this many cells, the cells are an embedded image
+const rgb = ([r, g, b]) => `rgb(${r},${g},${b})`;
+const xml = (text) => String(text).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+
+/**
+ * The view as SVG: every cell a rect coloured as on the page, with its weight as a tooltip (masked
+ * cells grey or orange and hatched; above 128 × 128 cells one embedded image instead), token labels on both axes when the cells are large enough to read them (index ticks
+ * otherwise), the title above and the colour scale below.
+ */
+export function heatmapSvg(title, view) {
+  const { rowLabels, colLabels, weights, masked, custom, top } = view;
+  const n = rowLabels.length;
+  const m = colLabels.length;
+  const cell = Math.max(1, Math.min(16, Math.floor(SVG_MAX_WIDTH / Math.max(n, m))));
+  const labelled = cell >= SVG_LABEL_FONT;
+  const labelWidth = (labels) => (labelled ? Math.ceil(0.62 * SVG_LABEL_FONT * Math.max(...labels.map((l) => l.length))) + 6 : 34);
+  const left = labelWidth(rowLabels);
+  const titleHeight = 24;
+  const gridTop = titleHeight + labelWidth(colLabels);
+  const width = left + m * cell + 8;
+  const height = gridTop + n * cell + 44;
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="${SVG_LABEL_FONT}">`,
+    '<defs>',
+    ...Object.entries(MASK_STYLE).map(([name, style]) => `<pattern id="hatch-${name}" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="4" height="4" fill="${rgb(style.fill)}"/><line x1="0" y1="0" x2="0" y2="4" stroke="${style.hatch}" stroke-width="1.2"/></pattern>`),
+    '</defs>',
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    `<text x="8" y="16" font-size="14" font-weight="600" fill="#1d2330">${xml(title)}</text>`,
+    `<g transform="translate(${left},${gridTop})" shape-rendering="crispEdges">`,
+  ];
+  if (n * m <= SVG_VECTOR_CELLS) {
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < m; j++) {
+        const k = i * m + j;
+        const fill = masked[k] ? `url(#hatch-${custom?.[k] ? 'custom' : 'structural'})` : rgb(colourOf(weights[k] / top[i]));
+        out.push(`<rect x="${j * cell}" y="${i * cell}" width="${cell}" height="${cell}" fill="${fill}"><title>${xml(rowLabels[i])} → ${xml(colLabels[j])}: ${weights[k].toFixed(4)}</title></rect>`);
+      }
+    }
+  } else {
+    // Too many cells for rects: one pixel each in an embedded PNG, scaled up unsmoothed.
+    const pixels = document.createElement('canvas');
+    pixels.width = m;
+    pixels.height = n;
+    const image = new ImageData(m, n);
+    for (let k = 0; k < n * m; k++) {
+      const colour = masked[k] ? MASK_STYLE[custom?.[k] ? 'custom' : 'structural'].fill : colourOf(weights[k] / top[Math.floor(k / m)]);
+      image.data.set([...colour, 255], 4 * k);
+    }
+    pixels.getContext('2d').putImageData(image, 0, 0);
+    out.push(`<image width="${m * cell}" height="${n * cell}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${pixels.toDataURL('image/png')}"/>`);
+  }
+  out.push('</g>');
+  const step = labelled ? 1 : [1, 2, 4, 8, 16, 32, 64, 128, 256].find((s) => s * cell >= 24) ?? 512;
+  for (let i = 0; i < n; i += step) {
+    out.push(`<text x="${left - 4}" y="${gridTop + (i + 0.5) * cell}" text-anchor="end" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? rowLabels[i] : i)}</text>`);
+  }
+  for (let j = 0; j < m; j += step) {
+    const x = left + (j + 0.5) * cell;
+    out.push(`<text transform="translate(${x},${gridTop - 4}) rotate(-90)" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? colLabels[j] : j)}</text>`);
+  }
+  // The colour scale: 0 to the top of the scale (1, the view's maximum, or each row's).
+  const legendTop = gridTop + n * cell + 12;
+  const legendWidth = Math.min(240, m * cell);
+  out.push('<defs><linearGradient id="scale">');
+  for (let s = 0; s <= 8; s++) out.push(`<stop offset="${s / 8}" stop-color="${rgb(colourOf(s / 8))}"/>`);
+  out.push('</linearGradient></defs>');
+  out.push(`<rect x="${left}" y="${legendTop}" width="${legendWidth}" height="10" fill="url(#scale)"/>`);
+  const scaleTop = view.vmax === null ? 'row max' : view.vmax.toFixed(view.vmax === 1 ? 0 : 3);
+  out.push(`<text x="${left}" y="${legendTop + 24}" fill="#1d2330">0</text>`);
+  out.push(`<text x="${left + legendWidth}" y="${legendTop + 24}" text-anchor="end" fill="#1d2330">${scaleTop}</text>`);
+  out.push(`<rect x="${left + legendWidth + 16}" y="${legendTop}" width="10" height="10" fill="url(#hatch-structural)"/>`);
+  out.push(`<text x="${left + legendWidth + 30}" y="${legendTop + 9}" fill="#1d2330">masked</text>`);
+  out.push('</svg>');
+  return out.join('\n');
+}
+
+function exportSvg() {
+  if (!ui.shown) return;
+  const svg = heatmapSvg(el.viewTitle.textContent, viewOf(shownHead()));
+  offerDownload(new Blob([svg], { type: 'image/svg+xml' }), `${fileStem()}.svg`, el.svgLink);
+}
+
+/** The view as one HTML file that needs nothing else: the SVG, what was computed, and how. */
+function exportHtml() {
+  if (!ui.shown) return;
+  const r = ui.shown;
+  const title = el.viewTitle.textContent;
+  const scores = r.model
+    ? `<h2>Head scores</h2><table><tr><th>layer</th><th>head</th><th>induction</th><th>previous token</th></tr>${
+      r.model.scores.map(({ induction, previousToken }, h) => `<tr><td>${Math.floor(h / r.model.heads) + 1}</td><td>${(h % r.model.heads) + 1}</td><td>${induction.toFixed(3)}</td><td>${previousToken.toFixed(3)}</td></tr>`).join('')}</table>`
+    : '';
+  const html = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>${xml(title)}</title>
+<style>body{font-family:system-ui,sans-serif;margin:2rem;color:#1d2330}code{background:#eef1f8;padding:2px 4px}table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right}</style></head>
+<body>
+<h1>${xml(title)}</h1>
+<p>Text: <code>${xml(r.tokens[ui.sentence].join(r.kind === 'model' ? '' : ' '))}</code></p>
+${heatmapSvg(title, viewOf(shownHead()))}
+<p>Computed by attention-wasm ${xml(ui.features.version)} (${xml(ui.build)} build): <code>${xml(r.call)}</code></p>
+${scores}
+</body>
+</html>
+`;
+  offerDownload(new Blob([html], { type: 'text/html' }), `${fileStem()}.html`, el.htmlLink);
+}
+
+export function bindExport() {
+  const guarded = (run) => () => {
+    try {
+      run();
+    } catch (error) {
+      showError(error);
+    }
+  };
+  el.exportPng.addEventListener('click', () => exportPng().catch(showError));
+  el.exportSvg.addEventListener('click', guarded(exportSvg));
+  el.exportHtml.addEventListener('click', guarded(exportHtml));
+  el.exportJson.addEventListener('click', guarded(exportJson));
+}

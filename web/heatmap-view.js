@@ -1,0 +1,424 @@
+// The weights view (.view-body): the heads' thumbnails (the trained model's layers × heads, each
+// with its scores), the large heatmap and its readout, the lines view, and the query the neuron
+// view follows; pointer and keyboard on them, and the custom mask painted on the heatmap.
+import { computeNeuron, requestUpdate } from './compute.js';
+import { PAD } from './embeddings.js';
+import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
+import { drawLines } from './lines.js';
+import { NeuronView } from './neuron-view.js';
+import { KIND_NAMES, $, el, formatNumber, shortLabel, ui } from './page.js';
+import { headAverage } from './runner.js';
+
+const ALL_LINES_LIMIT = 4096; // below this many cells the lines view shows every query at once
+
+const neuronView = new NeuronView($('#neuron'), computeNeuron);
+
+export function resetViews() {
+  ui.views.clear();
+}
+
+/** The head shown in the large view: hovered, else locked, else the average (or the only head). */
+export function shownHead() {
+  const H = ui.shown.H;
+  const head = ui.hoverHead ?? ui.lockedHead;
+  if (head !== null) return head;
+  return H > 1 ? 'avg' : 0;
+}
+
+export function viewOf(head) {
+  if (ui.views.has(head)) return ui.views.get(head);
+  const r = ui.shown;
+  const b = ui.sentence;
+  const size = r.n * r.m;
+  const weights = head === 'avg'
+    ? headAverage(r.weights, b, r.H, size)
+    : r.weights.subarray((b * r.H + head) * size, (b * r.H + head + 1) * size);
+  const masked = r.masked.subarray(b * size, (b + 1) * size);
+  // Which masked cells the user clicked, in the result's own [n, m] (extra key columns never are).
+  const L = r.n;
+  let custom = null;
+  if (r.request.custom) {
+    custom = new Uint8Array(size);
+    for (let i = 0; i < r.n; i++) for (let j = 0; j < L; j++) custom[i * r.m + j] = r.request.custom[i * L + j];
+  }
+  const { top, vmax } = scaleOf(weights, masked, r.n, r.m);
+  const view = {
+    version: ++ui.viewVersion,
+    head,
+    rowTokens: r.tokens[b],
+    colTokens: [...r.tokens[b], ...r.extraKeys],
+    rowLabels: r.tokens[b].map(shortLabel),
+    colLabels: [...r.tokens[b], ...r.extraKeys].map(shortLabel),
+    weights,
+    masked,
+    custom,
+    fullyMasked: r.fullyMasked.filter(([s]) => s === b).map(([, i]) => i),
+    top,
+    vmax,
+  };
+  ui.views.set(head, view);
+  return view;
+}
+
+/**
+ * The top of the colour scale for each row, top[i] > 0: 1 ('absolute'), the view's largest
+ * visible weight ('view'), or each row's own largest weight ('row'; vmax is null then).
+ */
+function scaleOf(weights, masked, n, m) {
+  const top = new Float32Array(n).fill(1);
+  if (ui.scale === 'absolute') return { top, vmax: 1 };
+  let all = 0;
+  for (let i = 0; i < n; i++) {
+    let max = 0;
+    for (let k = i * m; k < (i + 1) * m; k++) if (!masked[k] && weights[k] > max) max = weights[k];
+    if (max > 0) top[i] = max;
+    if (max > all) all = max;
+  }
+  if (ui.scale === 'row') return { top, vmax: null };
+  return { top: top.fill(all > 0 ? all : 1), vmax: all > 0 ? all : 1 };
+}
+
+function headName(head, H = ui.shown.H) {
+  if (head === 'avg') return `Average of ${H} heads`;
+  const model = ui.shown.model;
+  if (model) return `Layer ${Math.floor(head / model.heads) + 1}, head ${(head % model.heads) + 1}`;
+  return H > 1 ? `Head ${head + 1} of ${H}` : 'The only head';
+}
+
+/** A model head's caption: where it sits, and its induction / previous-token scores. */
+function modelCaption(head) {
+  const { heads, scores } = ui.shown.model;
+  const { induction, previousToken } = scores[head];
+  return [`L${Math.floor(head / heads) + 1} H${(head % heads) + 1}`, `ind ${induction.toFixed(2)} · prev ${previousToken.toFixed(2)}`];
+}
+
+export function buildThumbnails() {
+  const { H } = ui.shown;
+  el.headsGrid.replaceChildren();
+  if (H === 1) {
+    el.headsGrid.hidden = true;
+    return;
+  }
+  el.headsGrid.hidden = false;
+  el.headsGrid.classList.toggle('many', H > 8);
+  for (const head of ['avg', ...Array.from({ length: H }, (_, h) => h)]) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'thumb';
+    button.dataset.head = String(head);
+    button.setAttribute('aria-pressed', 'false');
+    button.setAttribute('aria-label', `${headName(head, H)}: hover to view, click to lock`);
+    const canvas = document.createElement('canvas');
+    canvas.setAttribute('aria-hidden', 'true');
+    const caption = document.createElement('span');
+    if (head === 'avg') {
+      caption.textContent = 'average';
+    } else if (ui.shown.model) {
+      const [where, scores] = modelCaption(head);
+      const scoreLine = document.createElement('small');
+      scoreLine.className = 'scores';
+      scoreLine.textContent = scores;
+      caption.append(where, scoreLine);
+    } else {
+      caption.textContent = `head ${head + 1}`;
+    }
+    button.append(canvas, caption);
+    button.addEventListener('pointerenter', () => setHoverHead(head));
+    button.addEventListener('pointerleave', () => setHoverHead(null));
+    button.addEventListener('click', () => {
+      ui.lockedHead = ui.lockedHead === head ? null : head;
+      syncThumbnailState();
+      render();
+    });
+    el.headsGrid.append(button);
+  }
+  syncThumbnailState();
+}
+
+function syncThumbnailState() {
+  for (const button of el.headsGrid.querySelectorAll('.thumb')) {
+    const head = button.dataset.head === 'avg' ? 'avg' : Number(button.dataset.head);
+    button.setAttribute('aria-pressed', String(ui.lockedHead === head));
+    button.classList.toggle('viewing', shownHead() === head);
+  }
+}
+
+export function renderThumbnails() {
+  if (!ui.shown || ui.shown.H === 1) return;
+  const { n, m } = ui.shown;
+  for (const button of el.headsGrid.querySelectorAll('.thumb')) {
+    const head = button.dataset.head === 'avg' ? 'avg' : Number(button.dataset.head);
+    const view = viewOf(head);
+    drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n, m, top: view.top });
+  }
+}
+
+function setHoverHead(head) {
+  if (ui.hoverHead === head) return;
+  ui.hoverHead = head;
+  syncThumbnailState();
+  render();
+}
+
+function maskReasons(row, col) {
+  const r = ui.shown;
+  const { causal, padding, custom } = r.request;
+  const reasons = [];
+  if (col >= r.n) return reasons; // bias_k / zero-attention keys are always attendable
+  if (causal && col > row) reasons.push('causal');
+  if (padding && col >= r.lengths[ui.sentence]) reasons.push('padding');
+  if (custom && custom[row * r.n + col]) reasons.push('custom');
+  return reasons;
+}
+
+function describeCell({ row, col }, view) {
+  const k = row * ui.shown.m + col;
+  const reasons = maskReasons(row, col);
+  const state = view.masked[k] ? `masked (${reasons.join(', ')})` : 'not masked';
+  return `Query “${view.rowTokens[row]}” (${row}) → key “${view.colTokens[col]}” (${col}): ` +
+    `weight ${view.weights[k].toFixed(4)}, ${state}`;
+}
+
+function activeQuery() {
+  return ui.linesHover ?? ui.hoverCell?.row ?? ui.cursor?.row ?? ui.lockedQuery;
+}
+
+/** What the neuron view computes for `head` and `query` of the result shown (see runner.js). */
+function neuronSelection(r, head, query) {
+  const tokens = r.tokens[ui.sentence];
+  const common = { seq: r.id, tokens, query };
+  if (r.model) return { ...common, kind: 'model', text: tokens.join(''), layer: Math.floor(head / r.model.heads), head: head % r.model.heads };
+  return { ...common, kind: r.kind, request: r.request, sentence: ui.sentence, head };
+}
+
+let frame = 0;
+
+/** Redraws on the next animation frame; pointer moves call this many times per frame. */
+function scheduleRender() {
+  if (!frame) frame = requestAnimationFrame(() => {
+    frame = 0;
+    render();
+  });
+}
+
+export function render() {
+  if (!ui.shown) return;
+  if (frame) {
+    cancelAnimationFrame(frame);
+    frame = 0;
+  }
+  const r = ui.shown;
+  const head = shownHead();
+  const view = viewOf(head);
+  const cell = ui.hoverCell ?? ui.cursor;
+  const query = activeQuery();
+  ui.layout = drawHeatmap(el.canvas, view, { cell, row: query });
+  const { left, top, cell: size } = ui.layout;
+  el.canvas.dataset.grid = JSON.stringify({ left, top, cell: size });
+  drawLegend(el.legend, {
+    vmax: view.vmax ?? 1, perRow: view.vmax === null, custom: view.custom !== null, fullyMasked: view.fullyMasked.length > 0,
+  });
+
+  const all = query === null && r.n * r.m <= ALL_LINES_LIMIT;
+  const queries = query !== null ? [query] : all ? Array.from({ length: r.n }, (_, i) => i) : [0];
+  ui.linesLayout = drawLines(el.lines, {
+    queryLabels: view.rowLabels,
+    keyLabels: view.colLabels,
+    weights: view.weights,
+    masked: view.masked,
+    queries,
+    selected: query ?? (all ? null : 0),
+    top: view.top,
+  });
+
+  const locked = ui.hoverHead === null && ui.lockedHead !== null ? ' (locked)' : '';
+  el.viewTitle.textContent = `${headName(head)}${locked} · sentence ${ui.sentence + 1} · ${KIND_NAMES[r.kind]}`;
+  const output = cell && r.outputMaxAbs ? ` Output of this query: max |o| = ${formatNumber(r.outputMaxAbs[ui.sentence * r.n + cell.row])}.` : '';
+  el.readout.textContent = cell ? `${describeCell(cell, view)}.${output}` : 'Hover over a cell, or focus the heatmap and use the arrow keys.';
+  // The neuron view keeps the last query pointed at, so that it can be read off the page.
+  if (query !== null) ui.neuronQuery = query;
+  neuronView.follow(head === 'avg' || ui.neuronQuery === null ? null : neuronSelection(r, head, ui.neuronQuery));
+  if (view.fullyMasked.length) {
+    const names = view.fullyMasked.slice(0, 8).map((i) => `“${view.rowTokens[i]}” (${i})`).join(', ');
+    const more = view.fullyMasked.length > 8 ? ` and ${view.fullyMasked.length - 8} more` : '';
+    const maxOut = Math.max(...view.fullyMasked.map((i) => r.outputMaxAbs[ui.sentence * r.n + i]));
+    el.fullyMasked.textContent = `Fully masked queries: ${names}${more}. Their weights are all 0 and their ` +
+      `output is the zero vector (max |o| = ${formatNumber(maxOut)}), where PyTorch would give NaN.`;
+    el.fullyMasked.hidden = false;
+  } else {
+    el.fullyMasked.hidden = true;
+  }
+  el.dims.textContent = `n = ${r.n}, m = ${r.m}, E = ${r.embedDim}` + (r.N > 1 ? `, lengths ${r.lengths.join(' and ')}` : '');
+  el.canvas.setAttribute('aria-label', `Attention weights, ${r.n} queries by ${r.m} keys, ${headName(head)}`);
+}
+
+export function syncSentenceChoice() {
+  const r = ui.shown;
+  el.sentenceChoice.hidden = r.N < 2;
+  for (let b = 0; b < 2; b++) {
+    const label = $(`#sentence-${b}-label`);
+    if (b < r.N) {
+      label.textContent = `${b + 1} (${r.lengths[b]} tokens)`;
+      label.title = r.tokens[b].slice(0, 12).filter((t) => t !== PAD).join(' ');
+    }
+    $(`#sentence-${b}`).checked = b === ui.sentence;
+  }
+}
+
+function pointerCell(event) {
+  const box = el.canvas.getBoundingClientRect();
+  return ui.layout?.cellAt(event.clientX - box.left, event.clientY - box.top) ?? null;
+}
+
+const sameCell = (a, b) => (a === b) || (a && b && a.row === b.row && a.col === b.col);
+
+/** Sets one custom-mask cell (token keys only) and asks for an update if it changed. */
+function paintCell(cell, value) {
+  if (!ui.shown || cell.col >= ui.shown.n || cell.row >= ui.customSize || cell.col >= ui.customSize) return;
+  const k = cell.row * ui.customSize + cell.col;
+  if (ui.custom[k] === value) return;
+  ui.custom[k] = value;
+  el.clearCustom.disabled = !ui.custom.includes(1);
+  requestUpdate();
+}
+
+function onHeatmapPointerDown(event) {
+  const cell = pointerCell(event);
+  if (!cell || event.button !== 0) return;
+  if (el.custom.checked) {
+    event.preventDefault();
+    el.canvas.setPointerCapture(event.pointerId);
+    const k = cell.row * ui.customSize + cell.col;
+    ui.painting = { value: ui.custom[k] ? 0 : 1 };
+    paintCell(cell, ui.painting.value);
+  } else {
+    ui.lockedQuery = ui.lockedQuery === cell.row ? null : cell.row;
+    scheduleRender();
+  }
+}
+
+function onHeatmapPointerMove(event) {
+  const cell = pointerCell(event);
+  if (ui.painting && cell) paintCell(cell, ui.painting.value);
+  if (!sameCell(cell, ui.hoverCell)) {
+    ui.hoverCell = cell;
+    scheduleRender();
+  }
+}
+
+function endPainting() {
+  ui.painting = null;
+}
+
+const KEY_MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+
+function onHeatmapKey(event) {
+  if (!ui.shown) return;
+  const { n, m } = ui.shown;
+  const move = KEY_MOVES[event.key];
+  if (move) {
+    event.preventDefault();
+    const step = event.shiftKey ? 10 : 1;
+    const clamp = (v, max) => Math.min(max - 1, Math.max(0, v));
+    ui.hoverCell = null; // the latest input wins until the pointer moves again
+    ui.cursor = ui.cursor
+      ? { row: clamp(ui.cursor.row + move[0] * step, n), col: clamp(ui.cursor.col + move[1] * step, m) }
+      : { row: 0, col: 0 };
+    render();
+  } else if ((event.key === 'Enter' || event.key === ' ') && ui.cursor) {
+    event.preventDefault();
+    if (el.custom.checked) {
+      const k = ui.cursor.row * ui.customSize + ui.cursor.col;
+      paintCell(ui.cursor, ui.custom[k] ? 0 : 1);
+    } else {
+      ui.lockedQuery = ui.lockedQuery === ui.cursor.row ? null : ui.cursor.row;
+      render();
+    }
+  } else if (event.key === 'Escape') {
+    ui.cursor = null;
+    ui.lockedQuery = null;
+    render();
+  }
+}
+
+function linesQuery(event) {
+  const box = el.lines.getBoundingClientRect();
+  return ui.linesLayout?.queryAt(event.clientX - box.left, event.clientY - box.top) ?? null;
+}
+
+function onLinesKey(event) {
+  if (!ui.shown) return;
+  const delta = event.key === 'ArrowUp' ? -1 : event.key === 'ArrowDown' ? 1 : 0;
+  if (delta) {
+    event.preventDefault();
+    const current = ui.lockedQuery ?? (delta > 0 ? -1 : ui.shown.n);
+    ui.lockedQuery = Math.min(ui.shown.n - 1, Math.max(0, current + delta));
+    render();
+  } else if (event.key === 'Escape') {
+    ui.lockedQuery = null;
+    render();
+  }
+}
+
+/** Follows the pointer and keys on the view; `onSentence()` runs when another sentence is chosen. */
+export function bindHeatmap({ onSentence }) {
+  el.sentenceChoice.addEventListener('change', (event) => {
+    ui.sentence = Number(event.target.value);
+    resetViews();
+    renderThumbnails();
+    render();
+    onSentence();
+  });
+  el.scale.addEventListener('change', () => {
+    ui.scale = el.scale.value;
+    if (!ui.shown) return;
+    resetViews();
+    renderThumbnails();
+    render();
+  });
+
+  el.canvas.addEventListener('pointerdown', onHeatmapPointerDown);
+  el.canvas.addEventListener('pointermove', onHeatmapPointerMove);
+  el.canvas.addEventListener('pointerup', endPainting);
+  el.canvas.addEventListener('pointercancel', endPainting);
+  el.canvas.addEventListener('pointerleave', () => {
+    if (ui.hoverCell) {
+      ui.hoverCell = null;
+      scheduleRender();
+    }
+  });
+  el.canvas.addEventListener('keydown', onHeatmapKey);
+  el.canvas.addEventListener('blur', () => {
+    if (ui.cursor) {
+      ui.cursor = null;
+      scheduleRender();
+    }
+  });
+  el.lines.addEventListener('pointermove', (event) => {
+    const query = linesQuery(event);
+    if (query !== ui.linesHover) {
+      ui.linesHover = query;
+      scheduleRender();
+    }
+  });
+  el.lines.addEventListener('pointerleave', () => {
+    ui.linesHover = null;
+    scheduleRender();
+  });
+  el.lines.addEventListener('click', (event) => {
+    const query = linesQuery(event);
+    if (query === null) return;
+    ui.lockedQuery = ui.lockedQuery === query ? null : query;
+    scheduleRender();
+  });
+  el.lines.addEventListener('keydown', onLinesKey);
+
+  // The canvases follow their CSS width; redraw at the new size rather than stretching pixels.
+  let lastWidth = 0;
+  new ResizeObserver(() => {
+    if (el.canvas.clientWidth !== lastWidth) {
+      lastWidth = el.canvas.clientWidth;
+      render();
+    }
+  }).observe(el.canvas);
+}

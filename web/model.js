@@ -1,0 +1,214 @@
+// The demo's trained model (scripts/train_demo_model.py): a two-layer, character-level decoder in
+// the Llama layout whose attention blocks are the package's GroupedQueryAttention. The rest of the
+// model (embedding, RMSNorm, SwiGLU MLP, the output head tied to the embedding) is small enough to
+// be written here in plain JS. No DOM: the tests run this file under Node.
+
+// The Hugging Face state-dict names the training script writes.
+const layerPrefix = (layer) => `model.layers.${layer}.`;
+
+export class CharModel {
+  /**
+   * attn: an initialised package instance; config: web/model/config.json; tensors: the Map
+   * attn.loadSafetensors returned for web/model/model.safetensors.
+   */
+  constructor(attn, config, tensors) {
+    this.attn = attn;
+    this.config = config;
+    this.vocab = config.vocab;
+    this.layers = config.num_hidden_layers;
+    this.heads = config.num_attention_heads;
+    this.width = config.hidden_size;
+    this.inner = config.intermediate_size;
+    this.eps = config.rms_norm_eps;
+    const weight = (name) => {
+      const tensor = tensors.get(name);
+      if (!tensor) throw new Error(`model: ${name} is missing from the weights file`);
+      return tensor.data;
+    };
+    this.embedding = weight('model.embed_tokens.weight');
+    this.finalNorm = weight('model.norm.weight');
+    this.blocks = [];
+    for (let layer = 0; layer < this.layers; layer++) {
+      const prefix = layerPrefix(layer);
+      const attention = new attn.GroupedQueryAttention(this.width, this.heads, config.num_key_value_heads, {
+        headDim: config.head_dim,
+        ropeBase: config.rope_theta,
+      });
+      attention.loadStateDict(tensors, { prefix: `${prefix}self_attn.` });
+      this.blocks.push({
+        attention,
+        inputNorm: weight(`${prefix}input_layernorm.weight`),
+        postNorm: weight(`${prefix}post_attention_layernorm.weight`),
+        gate: weight(`${prefix}mlp.gate_proj.weight`),
+        up: weight(`${prefix}mlp.up_proj.weight`),
+        down: weight(`${prefix}mlp.down_proj.weight`),
+        // For the neuron view (neuron.js): the projections it recomputes for one query.
+        query: weight(`${prefix}self_attn.q_proj.weight`),
+        key: weight(`${prefix}self_attn.k_proj.weight`),
+        value: weight(`${prefix}self_attn.v_proj.weight`),
+      });
+    }
+  }
+
+  /** Token ids of `text`: one per character; characters outside the vocabulary become '?'. */
+  encode(text) {
+    const unknown = this.vocab.indexOf('?');
+    return Int32Array.from(text, (c) => {
+      const id = this.vocab.indexOf(c);
+      return id < 0 ? unknown : id;
+    });
+  }
+
+  decode(ids) {
+    return Array.from(ids, (id) => this.vocab[id]).join('');
+  }
+
+  /** One f16 (or f32) KVCache per layer, for generation. */
+  createCaches(maxLength, dtype = 'f16') {
+    return this.blocks.map((block) => block.attention.createCache(maxLength, { dtype }));
+  }
+
+  /**
+   * Runs `ids` (appended to `caches` when given: the positions continue from what they hold).
+   * → { logits [t, vocab], weights: per layer [heads, t, m] or null, attentionInputs: per layer
+   * the normalised [t, width] rows each attention block read (the neuron view's q and k come from
+   * them) }.
+   */
+  forward(ids, { caches = null, needWeights = false } = {}) {
+    const t = ids.length;
+    const width = this.width;
+    const x = new Float32Array(t * width);
+    for (let i = 0; i < t; i++) x.set(this.embedding.subarray(ids[i] * width, (ids[i] + 1) * width), i * width);
+    const weights = [];
+    const attentionInputs = [];
+    this.blocks.forEach((block, layer) => {
+      const normed = rmsNorm(x, block.inputNorm, width, this.eps);
+      attentionInputs.push(normed);
+      const result = block.attention.forward({ shape: [1, t, width], data: normed }, { cache: caches?.[layer] ?? null, needWeights });
+      addInto(x, result.output.data);
+      weights.push(result.weights ? result.weights.data : null);
+      addInto(x, this.mlp(rmsNorm(x, block.postNorm, width, this.eps), block, t));
+    });
+    const logits = matmulTransposed(rmsNorm(x, this.finalNorm, width, this.eps), this.embedding, t, width, this.vocab.length);
+    return { logits, weights: needWeights ? weights : null, attentionInputs };
+  }
+
+  mlp(x, block, t) {
+    const gate = matmulTransposed(x, block.gate, t, this.width, this.inner);
+    const up = matmulTransposed(x, block.up, t, this.width, this.inner);
+    for (let i = 0; i < gate.length; i++) gate[i] = (gate[i] / (1 + Math.exp(-gate[i]))) * up[i]; // SiLU(gate) · up
+    return matmulTransposed(gate, block.down, t, this.inner, this.width);
+  }
+}
+
+/**
+ * Greedy generation through f16 KV caches, one token a step, keeping every layer's weights as
+ * they arrive (a prefill's square, then one row a step) so a view can redraw the growing map.
+ */
+export class Generation {
+  constructor(model, ids, maxLength, dtype = 'f16') {
+    this.model = model;
+    this.maxLength = maxLength;
+    this.caches = model.createCaches(maxLength, dtype);
+    this.ids = Array.from(ids);
+    this.rows = model.blocks.map(() => []); // per layer: per query position, its [heads, position + 1] row
+    const { logits, weights } = model.forward(Int32Array.from(ids), { caches: this.caches, needWeights: true });
+    const t = ids.length;
+    weights.forEach((layer, l) => {
+      for (let i = 0; i < t; i++) {
+        const row = new Float32Array(model.heads * (i + 1));
+        for (let h = 0; h < model.heads; h++) row.set(layer.subarray((h * t + i) * t, (h * t + i) * t + i + 1), h * (i + 1));
+        this.rows[l].push(row);
+      }
+    });
+    this.next = logits.subarray(-model.vocab.length);
+  }
+
+  get full() {
+    return this.ids.length >= this.maxLength;
+  }
+
+  /** Appends the most likely next token and runs it through the caches. → { id, stepMs }. */
+  step() {
+    if (this.full) throw new Error(`Generation: the caches hold ${this.maxLength} tokens and are full`);
+    const id = argmax(this.next);
+    this.ids.push(id);
+    const started = performance.now();
+    const { logits, weights } = this.model.forward(Int32Array.of(id), { caches: this.caches, needWeights: true });
+    const stepMs = performance.now() - started;
+    weights.forEach((layer, l) => this.rows[l].push(Float32Array.from(layer)));
+    this.next = logits;
+    return { id, stepMs };
+  }
+
+  /** Every layer's weights so far as one [layers · heads, t, t] array, zeros above the diagonal. */
+  weights() {
+    const { heads } = this.model;
+    const t = this.ids.length;
+    const out = new Float32Array(this.rows.length * heads * t * t);
+    this.rows.forEach((rows, l) => rows.forEach((row, i) => {
+      for (let h = 0; h < heads; h++) out.set(row.subarray(h * (i + 1), (h + 1) * (i + 1)), ((l * heads + h) * t + i) * t);
+    }));
+    return out;
+  }
+
+  dispose() {
+    for (const cache of this.caches) cache.dispose();
+  }
+}
+
+export function argmax(values) {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
+  return best;
+}
+
+/** Row-wise x / sqrt(mean(x²) + eps) · weight, as Llama's RMSNorm. */
+export function rmsNorm(x, weight, width, eps) {
+  const out = new Float32Array(x.length);
+  for (let row = 0; row < x.length; row += width) {
+    let sumSquares = 0;
+    for (let i = 0; i < width; i++) sumSquares += x[row + i] * x[row + i];
+    const inverse = 1 / Math.sqrt(sumSquares / width + eps);
+    for (let i = 0; i < width; i++) out[row + i] = x[row + i] * inverse * weight[i];
+  }
+  return out;
+}
+
+/** x [rows, inner] · w[outer, inner]ᵀ → [rows, outer]: nn.Linear's layout, rows of w contiguous. */
+export function matmulTransposed(x, w, rows, inner, outer) {
+  const out = new Float32Array(rows * outer);
+  for (let r = 0; r < rows; r++) {
+    const xRow = x.subarray(r * inner, (r + 1) * inner);
+    for (let o = 0; o < outer; o++) {
+      let sum = 0;
+      for (let i = 0, at = o * inner; i < inner; i++, at++) sum += xRow[i] * w[at];
+      out[r * outer + o] = sum;
+    }
+  }
+  return out;
+}
+
+function addInto(target, values) {
+  for (let i = 0; i < target.length; i++) target[i] += values[i];
+}
+
+/**
+ * Each head's induction and previous-token scores over `ids`, a sequence of random tokens repeated
+ * twice (Olsson et al. 2022): the induction score is a query's weight on key i − p + 1 (the token
+ * after the earlier occurrence of its own; period p = t/2) averaged over the repeat, the
+ * previous-token score its weight on key i − 1 averaged over every query but the first.
+ * weights: per layer [heads, t, t]. → per layer, per head { induction, previousToken }.
+ */
+export function headScores(weights, heads, t) {
+  const period = t / 2;
+  return weights.map((layer) =>
+    Array.from({ length: heads }, (_, head) => {
+      let induction = 0;
+      for (let i = period; i < t; i++) induction += layer[(head * t + i) * t + i - period + 1];
+      let previousToken = 0;
+      for (let i = 1; i < t; i++) previousToken += layer[(head * t + i) * t + i - 1];
+      return { induction: induction / period, previousToken: previousToken / (t - 1) };
+    }),
+  );
+}

@@ -1,0 +1,146 @@
+// The neuron view's numbers: one query of one head, written out step by step as the block
+// computes it, so the page can show what the package fuses: for the trained model (modelNeuron)
+// and for the other kinds (scaled dot-product, MultiheadAttention, additive, Transformer-XL
+// relative) with the page's seeded weights and toy embeddings (kindNeuron). No DOM.
+import { embed, padBatch } from './embeddings.js';
+import { maskedCells } from './masks.js';
+import { matmulTransposed } from './model.js';
+import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
+
+/** rows [r, inner] · (rows first … first + out − 1 of w [·, inner])ᵀ, plus bias[first …] → [r, out]. */
+function project(rows, w, inner, first, out, bias = null) {
+  const y = matmulTransposed(rows, w.subarray(first * inner, (first + out) * inner), rows.length / inner, inner, out);
+  if (bias) for (let k = 0; k < y.length; k++) y[k] += bias[first + (k % out)];
+  return y;
+}
+
+const dot = (a, b, bOffset, d) => {
+  let sum = 0;
+  for (let c = 0; c < d; c++) sum += a[c] * b[bOffset + c];
+  return sum;
+};
+
+/**
+ * Finishes the numbers every kind shares: the score terms summed and scaled, masked keys hidden,
+ * the softmax over the rest (all zeros when every key is masked, as the package gives) and the
+ * weighted sum of the values.
+ * → { q, keys, terms, scaled, masked, weights, values, output, describe }
+ */
+export function finishNeuron({ q, keys, terms, scale, masked, values, describe }) {
+  const m = masked.length;
+  const dv = values.length / m;
+  const scaled = Float32Array.from({ length: m }, (_, j) => scale * terms.reduce((sum, term) => sum + term.values[j], 0));
+  let max = -Infinity;
+  for (let j = 0; j < m; j++) if (!masked[j]) max = Math.max(max, scaled[j]);
+  const weights = new Float32Array(m);
+  let sum = 0;
+  for (let j = 0; j < m; j++) if (!masked[j]) sum += weights[j] = Math.exp(scaled[j] - max);
+  const output = new Float32Array(dv);
+  for (let j = 0; j < m; j++) {
+    if (masked[j]) continue;
+    weights[j] /= sum;
+    for (let c = 0; c < dv; c++) output[c] += weights[j] * values[j * dv + c];
+  }
+  return { q, keys, terms, scaled, masked, weights, values, output, describe };
+}
+
+/**
+ * The trained model's neuron view of one query: how head `head` of layer `layer` of `model` (a
+ * CharModel) weighs the keys for query `query`, as the block computes it (Hugging Face's eager
+ * attention), from that layer's attention input x (forward()'s attentionInputs[layer], [t, width]):
+ * → { q [headDim] (after RoPE), keys [t, headDim] (after RoPE), terms [{ name: 'q·k', values }],
+ *     scaled (÷ √headDim), masked (1 = a later key, hidden by the causal mask), weights (softmax
+ *     of the rest), values [t, headDim], output [headDim] (the weighted sum of the values),
+ *     describe, kvHead } (see neuron.js's finishNeuron).
+ */
+export function modelNeuron(model, x, layer, head, query) {
+  const { head_dim: d, rope_theta: base } = model.config;
+  const { width } = model;
+  const t = x.length / width;
+  const block = model.blocks[layer];
+  const group = Math.floor(head / (model.heads / model.config.num_key_value_heads)); // its key/value head
+  const q = model.attn.rope({ data: project(x.subarray(query * width, (query + 1) * width), block.query, width, head * d, d), shape: [1, d] },
+    { positions: [query], base }).data;
+  const keys = model.attn.rope({ data: project(x, block.key, width, group * d, d), shape: [t, d] }, { base }).data;
+  const values = project(x, block.value, width, group * d, d);
+  const dots = Float32Array.from({ length: t }, (_, j) => dot(q, keys, j * d, d));
+  const masked = Uint8Array.from({ length: t }, (_, j) => (j > query ? 1 : 0));
+  const describe = `layer ${layer + 1}, head ${head + 1} (key/value head ${group + 1}) · d = ${d}, scale 1/√${d}, q and k after RoPE · no soft cap in this model`;
+  return { ...finishNeuron({ q, keys, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), masked, values, describe }), kvHead: group };
+}
+
+/**
+ * selection: { request (a compute request of runner.js, seeded weights), sentence, head, query };
+ * P: RelativeMultiHeadAttention's relative positions each side.
+ */
+export function kindNeuron({ request, sentence, head, query }, P) {
+  const { kind, config, seed } = request;
+  if (request.fileId !== null) throw new Error('The neuron view reads the seeded weights; weights loaded from a file stay in the worker\'s module.');
+  const tokens = padBatch(request.sentences);
+  const L = tokens[0].length;
+  const lengths = request.sentences.map((s) => s.length);
+  const spec = { N: tokens.length, n: L, m: L, causal: request.causal, lengths: request.padding ? lengths : null, custom: request.custom };
+  const masked = maskedCells(spec).slice((sentence * L + query) * L, (sentence * L + query + 1) * L);
+
+  if (kind === 'sdpa') {
+    const { d } = config;
+    const x = embed(tokens[sentence], d).data;
+    const q = x.slice(query * d, (query + 1) * d);
+    const dots = Float32Array.from({ length: L }, (_, j) => dot(q, x, j * d, d));
+    return finishNeuron({ q, keys: x, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), masked, values: x, describe: `d = ${d}, scale 1/√${d}; q = k = v = the embeddings` });
+  }
+  if (kind === 'mha') {
+    const { embedDim: E, numHeads: H } = config;
+    const d = E / H;
+    const sd = multiheadParameters(config, seed);
+    const w = sd.in_proj_weight.data;
+    const b = sd.in_proj_bias.data;
+    const x = embed(tokens[sentence], E).data;
+    const q = project(x.subarray(query * E, (query + 1) * E), w, E, head * d, d, b);
+    const keys = project(x, w, E, E + head * d, d, b);
+    const values = project(x, w, E, 2 * E + head * d, d, b);
+    const dots = Float32Array.from({ length: L }, (_, j) => dot(q, keys, j * d, d));
+    return finishNeuron({ q, keys, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), masked, values, describe: `head ${head + 1} of ${H} · d = ${d}, scale 1/√${d}` });
+  }
+  if (kind === 'additive') {
+    const { d, hiddenSize: h } = config;
+    const sd = additiveParameters(config, seed);
+    const x = embed(tokens[sentence], d).data;
+    const q = project(x.subarray(query * d, (query + 1) * d), sd['W_q.weight'].data, d, 0, h);
+    const keys = project(x, sd['W_k.weight'].data, d, 0, h);
+    const wv = sd['W_v.weight'].data;
+    const scores = Float32Array.from({ length: L }, (_, j) => {
+      let sum = 0;
+      for (let c = 0; c < h; c++) sum += wv[c] * Math.tanh(q[c] + keys[j * h + c]);
+      return sum;
+    });
+    return finishNeuron({ q, keys, terms: [{ name: 'w·tanh(Wq q + Wk k)', values: scores }], scale: 1, masked, values: x, describe: `hidden ${h}: q and k shown projected (W_q q, W_k k); no scale` });
+  }
+  if (kind === 'relative') {
+    const { heads: H, dModel: E } = config;
+    const d = E / H;
+    const sd = relativeParameters({ ...config, P }, seed);
+    const x = embed(tokens[sentence], E).data;
+    const q = project(x.subarray(query * E, (query + 1) * E), sd['query.linear.weight'].data, E, head * d, d);
+    const keys = project(x, sd['key.linear.weight'].data, E, head * d, d);
+    const values = project(x, sd['value.linear.weight'].data, E, head * d, d, sd['value.linear.bias'].data);
+    const u = sd.query_pos_bias.data.subarray(head * d, (head + 1) * d);
+    const R = sd.key_pos_embeddings.data;
+    const positionBias = sd.key_pos_bias.data;
+    const content = new Float32Array(L);
+    const position = new Float32Array(L);
+    for (let j = 0; j < L; j++) {
+      const r = P + j - query; // the queries are the last n of the m keys, and n = m here
+      for (let c = 0; c < d; c++) {
+        content[j] += (q[c] + u[c]) * keys[j * d + c];
+        position[j] += q[c] * R[(r * H + head) * d + c];
+      }
+      position[j] += positionBias[r * H + head];
+    }
+    return finishNeuron({
+      q, keys, terms: [{ name: 'content (q+u)·k', values: content }, { name: 'position q·R + b', values: position }],
+      scale: 1 / Math.sqrt(d), masked, values, describe: `head ${head + 1} of ${H} · d = ${d}, scale 1/√${d}; Transformer-XL terms`,
+    });
+  }
+  throw new Error(`Unknown attention kind ${JSON.stringify(kind)}.`);
+}
