@@ -5,7 +5,7 @@
 // (blob:), so the file can be fetched again from the page.
 import { MASK_STYLE, colourOf, drawHeatmap } from './heatmap.js';
 import { render, shownHead, viewOf } from './heatmap-view.js';
-import { KIND_NAMES, MASK_NAMES, customCells, el, showError, ui } from './page.js';
+import { KIND_NAMES, MASK_NAMES, customCells, el, modelHead, showError, ui } from './page.js';
 
 /**
  * Draws `title`, then each canvas below the previous one, on a white background, and encodes it.
@@ -209,7 +209,10 @@ function exportHtml() {
   const title = el.viewTitle.textContent;
   const scores = r.model
     ? `<h2>Head scores</h2><table><tr><th>layer</th><th>head</th><th>induction</th><th>previous token</th></tr>${
-      r.model.scores.map(({ induction, previousToken }, h) => `<tr><td>${Math.floor(h / r.model.heads) + 1}</td><td>${(h % r.model.heads) + 1}</td><td>${induction.toFixed(3)}</td><td>${previousToken.toFixed(3)}</td></tr>`).join('')}</table>`
+      r.model.scores.map(({ induction, previousToken }, index) => {
+        const { layer, head } = modelHead(index, r.model.heads);
+        return `<tr><td>${layer + 1}</td><td>${head + 1}</td><td>${induction.toFixed(3)}</td><td>${previousToken.toFixed(3)}</td></tr>`;
+      }).join('')}</table>`
     : '';
   const html = `<!doctype html>
 <html lang="en">

@@ -6,7 +6,7 @@ import { PAD } from './embeddings.js';
 import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
 import { NeuronView } from './neuron-view.js';
-import { KIND_NAMES, $, el, formatNumber, shortLabel, ui } from './page.js';
+import { KIND_NAMES, $, el, formatNumber, modelHead, shortLabel, ui } from './page.js';
 import { headAverage } from './runner.js';
 
 const ALL_LINES_LIMIT = 4096; // below this many cells the lines view shows every query at once
@@ -81,7 +81,10 @@ function scaleOf(weights, masked, n, m) {
 function headName(head, H = ui.shown.H) {
   if (head === 'avg') return `Average of ${H} heads`;
   const model = ui.shown.model;
-  if (model) return `Layer ${Math.floor(head / model.heads) + 1}, head ${(head % model.heads) + 1}`;
+  if (model) {
+    const where = modelHead(head, model.heads);
+    return `Layer ${where.layer + 1}, head ${where.head + 1}`;
+  }
   return H > 1 ? `Head ${head + 1} of ${H}` : 'The only head';
 }
 
@@ -89,7 +92,8 @@ function headName(head, H = ui.shown.H) {
 function modelCaption(head) {
   const { heads, scores } = ui.shown.model;
   const { induction, previousToken } = scores[head];
-  return [`L${Math.floor(head / heads) + 1} H${(head % heads) + 1}`, `ind ${induction.toFixed(2)} · prev ${previousToken.toFixed(2)}`];
+  const where = modelHead(head, heads);
+  return [`L${where.layer + 1} H${where.head + 1}`, `ind ${induction.toFixed(2)} · prev ${previousToken.toFixed(2)}`];
 }
 
 export function buildThumbnails() {
@@ -187,7 +191,7 @@ function activeQuery() {
 function neuronSelection(r, head, query) {
   const tokens = r.tokens[ui.sentence];
   const common = { seq: r.id, tokens, query };
-  if (r.model) return { ...common, kind: 'model', text: tokens.join(''), layer: Math.floor(head / r.model.heads), head: head % r.model.heads };
+  if (r.model) return { ...common, kind: 'model', text: tokens.join(''), ...modelHead(head, r.model.heads) };
   return { ...common, kind: r.kind, request: r.request, sentence: ui.sentence, head };
 }
 

@@ -124,7 +124,6 @@ function main() {
       ui.features = message.features;
       ui.build = message.build;
       ui.crossOriginIsolated = message.crossOriginIsolated;
-      ui.model = message.model;
       showFeatures();
     },
   });

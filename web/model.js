@@ -157,14 +157,14 @@ export class Generation {
   }
 }
 
-export function argmax(values) {
+function argmax(values) {
   let best = 0;
   for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
   return best;
 }
 
 /** Row-wise x / sqrt(mean(x²) + eps) · weight, as Llama's RMSNorm. */
-export function rmsNorm(x, weight, width, eps) {
+function rmsNorm(x, weight, width, eps) {
   const out = new Float32Array(x.length);
   for (let row = 0; row < x.length; row += width) {
     let sumSquares = 0;

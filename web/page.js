@@ -91,7 +91,6 @@ export const ui = {
   viewVersion: 0,
   layout: null,
   linesLayout: null,
-  model: null, // the trained model's { layers, heads, training } or { error }, from the worker
   generating: 0, // characters still to generate
   neuronQuery: null, // the query the neuron view shows: the last one pointed at
 };
@@ -110,6 +109,9 @@ export function showError(error) {
   if (!ui.shown) el.readout.textContent = '';
   setState('error');
 }
+
+/** A flat head index of the trained model's [layers · heads] as its (0-based) layer and head. */
+export const modelHead = (index, heads) => ({ layer: Math.floor(index / heads), head: index % heads });
 
 /** A token with spaces and line breaks made visible (the trained model's tokens are characters). */
 export const visible = (token) => (token === ' ' ? '␣' : token === '\n' ? '↵' : token);

@@ -175,6 +175,7 @@ function computeModel(runner, request) {
     const forwardStarted = performance.now();
     const result = model.forward(model.encode(text), { needWeights: true });
     forwardMs = performance.now() - forwardStarted;
+    runner.neuronInputs = { text, inputs: result.attentionInputs }; // the neuron view reads them next
     const t = request.sentences[0].length;
     weights = new Float32Array(model.layers * model.heads * t * t);
     result.weights.forEach((layer, l) => weights.set(layer, l * model.heads * t * t));

@@ -5,9 +5,8 @@
 // Messages in:  { type: 'init', threads }
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
-//               { type: 'neuron', id, selection }           the trained model's neuron view
-// Messages out: { type: 'ready', features, build, crossOriginIsolated, model } | { type: 'fatal', message }
-//               (model: the trained model's config, or { error } when it did not load)
+//               { type: 'neuron', id, selection }           the neuron view's numbers (runner.js)
+// Messages out: { type: 'ready', features, build, crossOriginIsolated } | { type: 'fatal', message }
 //               { type: 'file', id, ok, message? }
 //               { type: 'result', id, result } | { type: 'error', id, message }
 //               { type: 'neuron', id, ok, numbers | message }
@@ -41,18 +40,13 @@ self.addEventListener('message', async ({ data: message }) => {
       // package falls back to one thread itself otherwise (features.threads says which).
       const attn = await init({ threads: message.threads });
       runner = new AttentionRunner(attn);
-      let model;
       try {
         runner.setModel(await loadModel(attn));
-        const { config } = runner.model;
-        model = { layers: config.num_hidden_layers, heads: config.num_attention_heads, training: config.training };
       } catch (error) {
-        // The other kinds still work without it.
+        // The other kinds still work without it; the model's requests report this.
         runner.modelError = `The trained model did not load: ${describeError(error)}`;
-        model = { error: runner.modelError };
       }
       self.postMessage({
-        model,
         type: 'ready',
         features: { ...attn.features },
         build: attn.build,
