@@ -1,7 +1,8 @@
 // The controls panel (#controls): reads the form into a request for the worker, shows only the
 // controls that apply to the chosen kind and weight source, and loads a state_dict file.
 import { requestUpdate, sendFile } from './compute.js';
-import { EXAMPLE_TEXT, MAX_TOKENS, lengthen, sentencesOf } from './embeddings.js';
+import { EXAMPLE_TEXT, MAX_TOKENS, MODEL_MAX_TOKENS, lengthen, sentencesOf } from './embeddings.js';
+import { MAX_GRID } from './grid.js';
 import { maskParts } from './masks.js';
 import { GAIN } from './parameters.js';
 import { InputError, $, el, ui } from './page.js';
@@ -56,13 +57,19 @@ export function currentRequest() {
   };
 }
 
-/** The trained model reads the text's characters, as one sequence under its causal mask. */
+/**
+ * The trained model reads the text's characters, as one sequence under its causal mask. A text
+ * longer than a picture's cells is computed for the zoomed window only (ui.zoom).
+ */
 function modelRequest() {
   let characters = Array.from(el.text.value);
   if (characters.length === 0) throw new InputError('Type at least one character.');
-  if (characters.length > MAX_TOKENS) throw new InputError(`The model reads at most ${MAX_TOKENS} characters; the text has ${characters.length}.`);
-  if (el.length.value !== 'typed') [characters] = lengthen([characters], Number(el.length.value));
-  return { kind: 'model', sentences: [characters], config: null, seed: null, fileId: null, causal: true, padding: false, custom: null, maskKind: 'causal' };
+  if (characters.length > MODEL_MAX_TOKENS) throw new InputError(`The model reads at most ${MODEL_MAX_TOKENS} characters; the text has ${characters.length}.`);
+  if (el.length.value !== 'typed') [characters] = lengthen([characters], Number(el.length.value), MODEL_MAX_TOKENS);
+  const window = characters.length > MAX_GRID ? ui.zoom : null;
+  return {
+    kind: 'model', sentences: [characters], window, config: null, seed: null, fileId: null, causal: true, padding: false, custom: null, maskKind: 'causal',
+  };
 }
 
 /** Shows only the controls that apply to the chosen kind and weight source. */
@@ -74,6 +81,8 @@ export function syncControls() {
     if (node.closest('[data-kinds]')?.hidden) continue;
     node.hidden = node.dataset.source === 'file' ? !fromFile : fromFile;
   }
+  // The longer lengths are the model's; another kind takes its longest.
+  if (el.length.selectedOptions[0].hidden) el.length.value = String(MAX_TOKENS);
   el.headsValue.value = el.heads.value;
   el.modelDim.value = String(Number(el.heads.value) * Number(el.headDim.value));
   el.seedNote.textContent = `Weights uniform in ±${GAIN}× PyTorch's default bound, drawn from this seed.`;
@@ -107,6 +116,8 @@ async function loadFile(file) {
 export function bindControls(params) {
   el.text.value = EXAMPLE_TEXT;
   $('#max-tokens').textContent = String(MAX_TOKENS);
+  $('#model-max-tokens').textContent = String(MODEL_MAX_TOKENS);
+  $('#generation-max-tokens').textContent = String(MAX_TOKENS);
   // ?kind=mha (or any other kind's value) opens that kind: links can point at a view.
   if ([...el.kind.options].some((option) => option.value === params.get('kind'))) el.kind.value = params.get('kind');
   syncControls();

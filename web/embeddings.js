@@ -10,6 +10,8 @@ export const EXAMPLE_TEXT = 'The cat sat on the mat.\nA dog barked!';
 export const EMBED_DIM = 16;
 /** Tokens per sentence at most; also the relative module's P (it needs n <= P). */
 export const MAX_TOKENS = 512;
+/** Characters the trained model reads at most (its pictures are downsampled: see grid.js). */
+export const MODEL_MAX_TOKENS = 2048;
 export const MAX_SENTENCES = 2;
 export const PAD = '<pad>';
 
@@ -30,13 +32,13 @@ export function sentencesOf(text) {
 }
 
 /**
- * Repeats each sentence so that the longest has `count` tokens; the others grow in proportion, so
- * their padding stays visible. Used to reach long sequences from a short text.
+ * Repeats each sentence so that the longest has `count` tokens (at most `max`); the others grow in
+ * proportion, so their padding stays visible. Used to reach long sequences from a short text.
  */
-export function lengthen(sentences, count) {
+export function lengthen(sentences, count, max = MAX_TOKENS) {
   const longest = Math.max(...sentences.map((s) => s.length));
   return sentences.map((tokens) => {
-    const target = Math.min(MAX_TOKENS, Math.max(1, Math.round((tokens.length * count) / longest)));
+    const target = Math.min(max, Math.max(1, Math.round((tokens.length * count) / longest)));
     return Array.from({ length: target }, (_, i) => tokens[i % tokens.length]);
   });
 }

@@ -86,7 +86,8 @@ function exportJson() {
   if (!ui.shown) return;
   const r = ui.shown;
   const b = ui.sentence;
-  const size = r.n * r.m;
+  const { rows, cols } = r.grid;
+  const size = rows * cols;
   const head = shownHead();
   const view = viewOf(head);
   const document_ = {
@@ -97,7 +98,9 @@ function exportJson() {
     keys: view.colTokens,
     length: r.lengths[b],
     heads: r.H,
-    shape: [r.H, r.n, r.m],
+    shape: [r.H, rows, cols],
+    // The tokens the weights cover and how many a cell holds (its largest weight, when more than 1).
+    grid: r.grid,
     weights: Array.from(r.weights.subarray(b * r.H * size, (b + 1) * r.H * size)),
     average: r.H > 1 ? Array.from(viewOf('avg').weights) : null,
     masked: Array.from(view.masked),

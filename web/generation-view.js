@@ -2,12 +2,17 @@
 // one character a step through the worker's f16 KV caches, each step's new row of weights drawn as
 // it arrives, with the decode step's time.
 import { requestUpdate } from './compute.js';
+import { MAX_TOKENS } from './embeddings.js';
 import { el, ui, visible } from './page.js';
 
 const GENERATE_COUNT = 32;
 
 function syncGenerateButton() {
   el.generate.textContent = ui.generating > 0 ? 'Stop' : `Generate ${GENERATE_COUNT} characters`;
+  // Generation keeps every row of weights, up to the other kinds' length (runner.js).
+  const full = ui.shown?.model && ui.shown.n >= MAX_TOKENS;
+  el.generate.disabled = ui.generating === 0 && Boolean(full);
+  el.generate.title = full ? `Generation runs up to ${MAX_TOKENS} characters.` : '';
 }
 
 /** The model's next-character predictions, the decode step's time, and the next generation step. */

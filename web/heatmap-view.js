@@ -1,8 +1,11 @@
 // The weights view (.view-body): the heads' thumbnails (the trained model's layers × heads, each
 // with its scores), the large heatmap and its readout, the lines view, and the query the neuron
-// view follows; pointer and keyboard on them, and the custom mask painted on the heatmap.
+// view follows; pointer and keyboard on them, the zoom, and the custom mask painted on the heatmap.
+// Every view shows one window of the [n, m] map (grid.js): the zoomed part of a result that holds
+// every weight, or the picture the worker computed for a long text (several tokens a cell).
 import { computeNeuron, requestUpdate } from './compute.js';
 import { PAD } from './embeddings.js';
+import { MAX_GRID, MIN_WINDOW, gridOf, isWhole } from './grid.js';
 import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
 import { NeuronView } from './neuron-view.js';
@@ -25,34 +28,59 @@ export function shownHead() {
   return H > 1 ? 'avg' : 0;
 }
 
+/** The window the views show: the zoom, within a result that holds every weight; else the worker's picture. */
+function viewGrid() {
+  const r = ui.shown;
+  return isWhole(r.grid, r.n, r.m) ? gridOf(r.n, r.m, ui.zoom, Infinity) : r.grid;
+}
+
+/** Labels of a window's cells: its tokens at one token a cell, else the ranges of token indices. */
+function cellLabels(tokens, start, end, step) {
+  if (step === 1) return tokens.slice(start, end).map(shortLabel);
+  return Array.from({ length: Math.ceil((end - start) / step) }, (_, k) => `${start + k * step}–${Math.min(end, start + (k + 1) * step) - 1}`);
+}
+
 export function viewOf(head) {
   if (ui.views.has(head)) return ui.views.get(head);
   const r = ui.shown;
   const b = ui.sentence;
-  const size = r.n * r.m;
-  const weights = head === 'avg'
+  const { rows, cols } = r.grid;
+  const size = rows * cols;
+  const grid = viewGrid();
+  // A zoomed window of a whole result is cut out of its planes (one token a cell there).
+  const cut = isWhole(r.grid, r.n, r.m) && !isWhole(grid, r.n, r.m);
+  const crop = (plane) => {
+    if (!cut) return plane;
+    const out = new plane.constructor(grid.rows * grid.cols);
+    for (let i = 0; i < grid.rows; i++) out.set(plane.subarray((grid.row + i) * cols + grid.col, (grid.row + i) * cols + grid.colEnd), i * grid.cols);
+    return out;
+  };
+  const weights = crop(head === 'avg'
     ? headAverage(r.weights, b, r.H, size)
-    : r.weights.subarray((b * r.H + head) * size, (b * r.H + head + 1) * size);
-  const masked = r.masked.subarray(b * size, (b + 1) * size);
+    : r.weights.subarray((b * r.H + head) * size, (b * r.H + head + 1) * size));
+  const masked = crop(r.masked.subarray(b * size, (b + 1) * size));
   // Which masked cells the user clicked, in the result's own [n, m] (extra key columns never are).
-  const L = r.n;
   let custom = null;
   if (r.request.custom) {
+    const L = r.n;
     custom = new Uint8Array(size);
     for (let i = 0; i < r.n; i++) for (let j = 0; j < L; j++) custom[i * r.m + j] = r.request.custom[i * L + j];
+    custom = crop(custom);
   }
-  const { top, vmax } = scaleOf(weights, masked, r.n, r.m);
+  const { top, vmax } = scaleOf(weights, masked, grid.rows, grid.cols);
+  const keys = [...r.tokens[b], ...r.extraKeys];
   const view = {
     version: ++ui.viewVersion,
     head,
+    grid,
     rowTokens: r.tokens[b],
-    colTokens: [...r.tokens[b], ...r.extraKeys],
-    rowLabels: r.tokens[b].map(shortLabel),
-    colLabels: [...r.tokens[b], ...r.extraKeys].map(shortLabel),
+    colTokens: keys,
+    rowLabels: cellLabels(r.tokens[b], grid.row, grid.rowEnd, grid.step),
+    colLabels: cellLabels(keys, grid.col, grid.colEnd, grid.step),
     weights,
     masked,
     custom,
-    fullyMasked: r.fullyMasked.filter(([s]) => s === b).map(([, i]) => i),
+    fullyMasked: r.fullyMasked.filter(([s, i]) => s === b && i >= grid.row && i < grid.rowEnd).map(([, i]) => i - grid.row),
     top,
     vmax,
   };
@@ -149,11 +177,10 @@ function syncThumbnailState() {
 
 export function renderThumbnails() {
   if (!ui.shown || ui.shown.H === 1) return;
-  const { n, m } = ui.shown;
   for (const button of el.headsGrid.querySelectorAll('.thumb')) {
     const head = button.dataset.head === 'avg' ? 'avg' : Number(button.dataset.head);
     const view = viewOf(head);
-    drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n, m, top: view.top });
+    drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n: view.grid.rows, m: view.grid.cols, top: view.top });
   }
 }
 
@@ -164,6 +191,7 @@ function setHoverHead(head) {
   render();
 }
 
+/** Why token query `row` may not see token key `col`. */
 function maskReasons(row, col) {
   const r = ui.shown;
   const { causal, padding, custom } = r.request;
@@ -175,11 +203,23 @@ function maskReasons(row, col) {
   return reasons;
 }
 
-function describeCell({ row, col }, view) {
-  const k = row * ui.shown.m + col;
-  const reasons = maskReasons(row, col);
+/** The token indices a view cell covers: [first query, last query, first key, last key]. */
+function cellTokens({ row, col }, { grid }) {
+  const i = grid.row + row * grid.step;
+  const j = grid.col + col * grid.step;
+  return [i, Math.min(grid.rowEnd, i + grid.step) - 1, j, Math.min(grid.colEnd, j + grid.step) - 1];
+}
+
+function describeCell(cell, view) {
+  const k = cell.row * view.grid.cols + cell.col;
+  const [i, iLast, j, jLast] = cellTokens(cell, view);
+  if (view.grid.step > 1) {
+    const state = view.masked[k] ? `all masked (${maskReasons(iLast, j).join(', ')})` : `largest weight ${view.weights[k].toFixed(4)}`;
+    return `Queries ${i}–${iLast} → keys ${j}–${jLast} (${view.grid.step} × ${view.grid.step} tokens a cell): ${state}`;
+  }
+  const reasons = maskReasons(i, j);
   const state = view.masked[k] ? `masked (${reasons.join(', ')})` : 'not masked';
-  return `Query “${view.rowTokens[row]}” (${row}) → key “${view.colTokens[col]}” (${col}): ` +
+  return `Query “${view.rowTokens[i]}” (${i}) → key “${view.colTokens[j]}” (${j}): ` +
     `weight ${view.weights[k].toFixed(4)}, ${state}`;
 }
 
@@ -223,8 +263,9 @@ export function render() {
     vmax: view.vmax ?? 1, perRow: view.vmax === null, custom: view.custom !== null, fullyMasked: view.fullyMasked.length > 0,
   });
 
-  const all = query === null && r.n * r.m <= ALL_LINES_LIMIT;
-  const queries = query !== null ? [query] : all ? Array.from({ length: r.n }, (_, i) => i) : [0];
+  const { grid } = view;
+  const all = query === null && grid.rows * grid.cols <= ALL_LINES_LIMIT;
+  const queries = query !== null ? [query] : all ? Array.from({ length: grid.rows }, (_, i) => i) : [0];
   ui.linesLayout = drawLines(el.lines, {
     queryLabels: view.rowLabels,
     keyLabels: view.colLabels,
@@ -237,15 +278,17 @@ export function render() {
 
   const locked = ui.hoverHead === null && ui.lockedHead !== null ? ' (locked)' : '';
   el.viewTitle.textContent = `${headName(head)}${locked} · sentence ${ui.sentence + 1} · ${KIND_NAMES[r.kind]}`;
-  const output = cell && r.outputMaxAbs ? ` Output of this query: max |o| = ${formatNumber(r.outputMaxAbs[ui.sentence * r.n + cell.row])}.` : '';
+  const output = cell && r.outputMaxAbs && grid.step === 1
+    ? ` Output of this query: max |o| = ${formatNumber(r.outputMaxAbs[ui.sentence * r.n + grid.row + cell.row])}.` : '';
   el.readout.textContent = cell ? `${describeCell(cell, view)}.${output}` : 'Hover over a cell, or focus the heatmap and use the arrow keys.';
   // The neuron view keeps the last query pointed at, so that it can be read off the page.
-  if (query !== null) ui.neuronQuery = query;
+  if (query !== null) ui.neuronQuery = grid.row + query * grid.step;
   neuronView.follow(head === 'avg' || ui.neuronQuery === null ? null : neuronSelection(r, head, ui.neuronQuery));
   if (view.fullyMasked.length) {
-    const names = view.fullyMasked.slice(0, 8).map((i) => `“${view.rowTokens[i]}” (${i})`).join(', ');
-    const more = view.fullyMasked.length > 8 ? ` and ${view.fullyMasked.length - 8} more` : '';
-    const maxOut = Math.max(...view.fullyMasked.map((i) => r.outputMaxAbs[ui.sentence * r.n + i]));
+    const rows = view.fullyMasked.map((i) => grid.row + i); // tokens (one a cell: the other kinds)
+    const names = rows.slice(0, 8).map((i) => `“${view.rowTokens[i]}” (${i})`).join(', ');
+    const more = rows.length > 8 ? ` and ${rows.length - 8} more` : '';
+    const maxOut = Math.max(...rows.map((i) => r.outputMaxAbs[ui.sentence * r.n + i]));
     el.fullyMasked.textContent = `Fully masked queries: ${names}${more}. Their weights are all 0 and their ` +
       `output is the zero vector (max |o| = ${formatNumber(maxOut)}), where PyTorch would give NaN.`;
     el.fullyMasked.hidden = false;
@@ -253,7 +296,9 @@ export function render() {
     el.fullyMasked.hidden = true;
   }
   el.dims.textContent = `n = ${r.n}, m = ${r.m}, E = ${r.embedDim}` + (r.N > 1 ? `, lengths ${r.lengths.join(' and ')}` : '');
-  el.canvas.setAttribute('aria-label', `Attention weights, ${r.n} queries by ${r.m} keys, ${headName(head)}`);
+  syncZoom(view);
+  el.canvas.setAttribute('aria-label', `Attention weights, queries ${grid.row}–${grid.rowEnd - 1} by keys ${grid.col}–${grid.colEnd - 1}` +
+    `${grid.step > 1 ? ` at ${grid.step} tokens a cell` : ''}, ${headName(head)}`);
 }
 
 export function syncSentenceChoice() {
@@ -278,12 +323,20 @@ const sameCell = (a, b) => (a === b) || (a && b && a.row === b.row && a.col === 
 
 /** Sets one custom-mask cell (token keys only) and asks for an update if it changed. */
 function paintCell(cell, value) {
-  if (!ui.shown || cell.col >= ui.shown.n || cell.row >= ui.customSize || cell.col >= ui.customSize) return;
-  const k = cell.row * ui.customSize + cell.col;
+  if (!ui.shown) return;
+  const [row, , col] = cellTokens(cell, viewOf(shownHead()));
+  if (col >= ui.shown.n || row >= ui.customSize || col >= ui.customSize) return;
+  const k = row * ui.customSize + col;
   if (ui.custom[k] === value) return;
   ui.custom[k] = value;
   el.clearCustom.disabled = !ui.custom.includes(1);
   requestUpdate();
+}
+
+/** Whether the user masked the token cell under a view cell. */
+function customAt(cell) {
+  const [row, , col] = cellTokens(cell, viewOf(shownHead()));
+  return ui.custom[row * ui.customSize + col] === 1;
 }
 
 function onHeatmapPointerDown(event) {
@@ -292,8 +345,7 @@ function onHeatmapPointerDown(event) {
   if (el.custom.checked) {
     event.preventDefault();
     el.canvas.setPointerCapture(event.pointerId);
-    const k = cell.row * ui.customSize + cell.col;
-    ui.painting = { value: ui.custom[k] ? 0 : 1 };
+    ui.painting = { value: customAt(cell) ? 0 : 1 };
     paintCell(cell, ui.painting.value);
   } else {
     ui.lockedQuery = ui.lockedQuery === cell.row ? null : cell.row;
@@ -318,8 +370,13 @@ const KEY_MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], Arr
 
 function onHeatmapKey(event) {
   if (!ui.shown) return;
-  const { n, m } = ui.shown;
+  const { rows: n, cols: m } = viewOf(shownHead()).grid;
   const move = KEY_MOVES[event.key];
+  if (event.key === '+' || event.key === '=' || event.key === '-') {
+    event.preventDefault();
+    zoom(event.key === '-' ? 2 : 0.5);
+    return;
+  }
   if (move) {
     event.preventDefault();
     const step = event.shiftKey ? 10 : 1;
@@ -332,8 +389,7 @@ function onHeatmapKey(event) {
   } else if ((event.key === 'Enter' || event.key === ' ') && ui.cursor) {
     event.preventDefault();
     if (el.custom.checked) {
-      const k = ui.cursor.row * ui.customSize + ui.cursor.col;
-      paintCell(ui.cursor, ui.custom[k] ? 0 : 1);
+      paintCell(ui.cursor, customAt(ui.cursor) ? 0 : 1);
     } else {
       ui.lockedQuery = ui.lockedQuery === ui.cursor.row ? null : ui.cursor.row;
       render();
@@ -355,13 +411,69 @@ function onLinesKey(event) {
   const delta = event.key === 'ArrowUp' ? -1 : event.key === 'ArrowDown' ? 1 : 0;
   if (delta) {
     event.preventDefault();
-    const current = ui.lockedQuery ?? (delta > 0 ? -1 : ui.shown.n);
-    ui.lockedQuery = Math.min(ui.shown.n - 1, Math.max(0, current + delta));
+    const { rows } = viewOf(shownHead()).grid;
+    const current = ui.lockedQuery ?? (delta > 0 ? -1 : rows);
+    ui.lockedQuery = Math.min(rows - 1, Math.max(0, current + delta));
     render();
   } else if (event.key === 'Escape') {
     ui.lockedQuery = null;
     render();
   }
+}
+
+/**
+ * Shows `window` ({ row, col, size } in tokens; null = the whole map): at once from the weights the
+ * page holds, the cursor and the locked query kept on their tokens when the window still holds
+ * them; or through the worker when the text is longer than a picture (the model's).
+ */
+function setZoom(window) {
+  const r = ui.shown;
+  const before = viewOf(shownHead()).grid;
+  ui.zoom = window && window.size < Math.max(r.n, r.m) ? window : null;
+  ui.hoverCell = null;
+  if (r.kind === 'model' && r.n > MAX_GRID) {
+    ui.cursor = null;
+    ui.lockedQuery = null;
+    requestUpdate();
+    return;
+  }
+  resetViews();
+  const after = viewOf(shownHead()).grid; // one token a cell, before and after
+  const inside = (index, start, end) => (index >= start && index < end ? index - start : null);
+  if (ui.cursor) {
+    const row = inside(before.row + ui.cursor.row, after.row, after.rowEnd);
+    const col = inside(before.col + ui.cursor.col, after.col, after.colEnd);
+    ui.cursor = row === null || col === null ? null : { row, col };
+  }
+  if (ui.lockedQuery !== null) ui.lockedQuery = inside(before.row + ui.lockedQuery, after.row, after.rowEnd);
+  renderThumbnails();
+  render();
+}
+
+/**
+ * Zooms by `factor` (½ in, 2 out) around the cell under the pointer or the cursor, else the
+ * locked query's diagonal, else the middle of the window.
+ */
+function zoom(factor) {
+  if (!ui.shown) return;
+  const { grid } = viewOf(shownHead());
+  const size = Math.max(MIN_WINDOW, Math.round(Math.max(grid.rowEnd - grid.row, grid.colEnd - grid.col) * factor));
+  const cell = ui.hoverCell ?? ui.cursor ?? (ui.lockedQuery === null ? null : { row: ui.lockedQuery, col: ui.lockedQuery });
+  const centre = cell
+    ? [grid.row + (cell.row + 0.5) * grid.step, grid.col + (cell.col + 0.5) * grid.step]
+    : [(grid.row + grid.rowEnd) / 2, (grid.col + grid.colEnd) / 2];
+  setZoom({ row: Math.round(centre[0] - size / 2), col: Math.round(centre[1] - size / 2), size });
+}
+
+/** The zoom buttons and the note on what the window holds. */
+function syncZoom({ grid }) {
+  const r = ui.shown;
+  const whole = grid.row === 0 && grid.col === 0 && grid.rowEnd === r.n && grid.colEnd === r.m;
+  el.zoomIn.disabled = Math.max(grid.rowEnd - grid.row, grid.colEnd - grid.col) <= MIN_WINDOW;
+  el.zoomOut.disabled = whole;
+  el.zoomFit.disabled = whole;
+  el.zoomNote.value = `${whole ? 'whole map' : `queries ${grid.row}–${grid.rowEnd - 1} × keys ${grid.col}–${grid.colEnd - 1}`}` +
+    `${grid.step > 1 ? `, ${grid.step} × ${grid.step} tokens a cell` : ''}`;
 }
 
 /** Follows the pointer and keys on the view; `onSentence()` runs when another sentence is chosen. */
@@ -381,6 +493,9 @@ export function bindHeatmap({ onSentence }) {
     render();
   });
 
+  el.zoomIn.addEventListener('click', () => zoom(0.5));
+  el.zoomOut.addEventListener('click', () => zoom(2));
+  el.zoomFit.addEventListener('click', () => setZoom(null));
   el.canvas.addEventListener('pointerdown', onHeatmapPointerDown);
   el.canvas.addEventListener('pointermove', onHeatmapPointerMove);
   el.canvas.addEventListener('pointerup', endPainting);

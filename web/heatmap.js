@@ -6,6 +6,8 @@
 // with a hatch pattern ('source-in'), so hatching works at any cell size. The finished picture is
 // kept in an offscreen canvas and only the hover highlight is redrawn on pointer moves.
 
+import { allPool, evenBins, evenEdges, maxPool } from './grid.js';
+
 // Viridis (matplotlib), 9 evenly spaced stops: perceptually uniform and readable in greyscale,
 // so a weight near 0 (dark purple) never looks like a masked cell (light grey, hatched).
 const VIRIDIS = [
@@ -167,7 +169,7 @@ const TICK_STEPS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
  * Lays the grid out in `width` CSS px: token labels when cells are tall enough to read them,
  * otherwise index ticks every `step` tokens.
  */
-function layOut(canvas, { rowLabels, colLabels }, width) {
+function layOut(canvas, { rowLabels, colLabels, grid }, width) {
   const ctx = canvas.getContext('2d');
   const base = parseFloat(getComputedStyle(canvas).fontSize);
   const n = rowLabels.length;
@@ -177,8 +179,8 @@ function layOut(canvas, { rowLabels, colLabels }, width) {
   const attempt = (fontSize, labels) => {
     ctx.font = fontOf(canvas, fontSize);
     const widest = (list) => Math.ceil(Math.max(0, ...list.map((s) => ctx.measureText(s).width)));
-    const rows = labels ? rowLabels : [String(n - 1)];
-    const cols = labels ? colLabels : [String(m - 1)];
+    const rows = labels ? rowLabels : [String(grid.rowEnd - 1)];
+    const cols = labels ? colLabels : [String(grid.colEnd - 1)];
     const left = widest(rows) + pad + gutter;
     const available = width - left - pad;
     let cell = available / Math.max(1, m);
@@ -191,10 +193,12 @@ function layOut(canvas, { rowLabels, colLabels }, width) {
   function tickStep(cell) {
     return TICK_STEPS.find((s) => s * cell >= 28) ?? 512;
   }
-  let grid = attempt(base, true);
-  if (grid.cell < base * 1.2) grid = attempt(Math.max(9, Math.floor(grid.cell / 1.2)), true);
-  if (grid.cell < 9) grid = attempt(11, false);
-  return grid;
+  // Cells of several tokens are labelled by token index.
+  if (grid.step > 1) return attempt(11, false);
+  let layout = attempt(base, true);
+  if (layout.cell < base * 1.2) layout = attempt(Math.max(9, Math.floor(layout.cell / 1.2)), true);
+  if (layout.cell < 9) layout = attempt(11, false);
+  return layout;
 }
 
 function drawBase(canvas, view, width) {
@@ -202,8 +206,10 @@ function drawBase(canvas, view, width) {
   const n = rowLabels.length;
   const m = colLabels.length;
   const textColour = getComputedStyle(canvas).color;
-  const grid = layOut(canvas, view, width);
-  const { fontSize, labels, left, top, cell, rotate, pad, gutter, step } = grid;
+  const { fontSize, labels, left, top, cell, rotate, pad, gutter, step } = layOut(canvas, view, width);
+  // Index labels name tokens: the window's first token plus the cells' tokens before it.
+  const rowIndex = (i) => String(view.grid.row + i * view.grid.step);
+  const colIndex = (j) => String(view.grid.col + j * view.grid.step);
   const gridW = cell * m;
   const gridH = cell * n;
   const height = Math.ceil(top + gridH + pad);
@@ -218,11 +224,11 @@ function drawBase(canvas, view, width) {
   ctx.textAlign = 'right';
   ctx.textBaseline = 'middle';
   for (let i = 0; i < n; i += step) {
-    ctx.fillText(labels ? rowLabels[i] : String(i), left - gutter - 2, top + (i + (labels ? 0.5 : 0)) * cell);
+    ctx.fillText(labels ? rowLabels[i] : rowIndex(i), left - gutter - 2, top + (i + (labels ? 0.5 : 0)) * cell);
   }
   for (let j = 0; j < m; j += step) {
     const x = left + (j + (labels ? 0.5 : 0)) * cell;
-    const text = labels ? colLabels[j] : String(j);
+    const text = labels ? colLabels[j] : colIndex(j);
     if (rotate) {
       ctx.save();
       ctx.translate(x, top - pad);
@@ -330,7 +336,8 @@ const caches = new WeakMap();
  * @param {HTMLCanvasElement} canvas
  * @param {{ version: number, rowLabels: string[], colLabels: string[], weights: ArrayLike<number>,
  *           masked: ArrayLike<number>, custom: ArrayLike<number> | null, fullyMasked: number[],
- *           top: Float32Array }} view  top[i]: the top of the colour scale in row i (> 0)
+ *           top: Float32Array, grid: object }} view  top[i]: the top of the colour scale in row i
+ *   (> 0); grid: the window of tokens the cells show (grid.js), for the index labels
  * @param {{ cell?: { row: number, col: number } | null, row?: number | null }} [highlight]
  */
 export function drawHeatmap(canvas, view, highlight = {}) {
@@ -377,8 +384,9 @@ export function drawHeatmap(canvas, view, highlight = {}) {
 }
 
 /**
- * A small picture of one head: every pixel shows the largest unmasked weight of the cells it
- * covers (so sparse peaks survive at 512 tokens), or the mask colour when all of them are masked.
+ * A small picture of one head: every pixel shows the largest weight (over the top of its row's
+ * scale) of the cells it covers, so sparse peaks survive at 512 cells, or the mask colour when all
+ * of them are masked.
  * @param {HTMLCanvasElement} canvas
  * @param {{ weights: ArrayLike<number>, masked: ArrayLike<number>, n: number, m: number, top: Float32Array }} view
  */
@@ -388,24 +396,16 @@ export function drawThumbnail(canvas, { weights, masked, n, m, top }) {
   const px = Math.round(size * ratio);
   const tw = Math.min(m, px);
   const th = Math.min(n, px);
+  const rowBin = evenBins(n, th);
+  const colEdges = evenEdges(m, tw);
+  const best = new Float32Array(tw * th);
+  maxPool(weights, n, m, rowBin, colEdges, tw, best, top.map((t) => 1 / t));
+  const allMasked = new Uint8Array(tw * th).fill(1);
+  allPool(masked, n, m, rowBin, colEdges, allMasked);
   const image = new ImageData(tw, th);
   const pixels = new Uint32Array(image.data.buffer);
-  for (let v = 0; v < th; v++) {
-    const i0 = Math.floor((v * n) / th);
-    const i1 = Math.max(i0 + 1, Math.floor(((v + 1) * n) / th));
-    for (let u = 0; u < tw; u++) {
-      const j0 = Math.floor((u * m) / tw);
-      const j1 = Math.max(j0 + 1, Math.floor(((u + 1) * m) / tw));
-      let best = -1; // the largest weight / top[i] in the block
-      for (let i = i0; i < i1; i++) {
-        const row = i * m;
-        const scale = 1 / top[i];
-        for (let j = j0; j < j1; j++) {
-          if (!masked[row + j] && weights[row + j] * scale > best) best = weights[row + j] * scale;
-        }
-      }
-      pixels[v * tw + u] = best < 0 ? MASKED_PIXEL : LUT[best > 0 ? Math.min(255, Math.round(best * 255)) : 0];
-    }
+  for (let k = 0; k < tw * th; k++) {
+    pixels[k] = allMasked[k] ? MASKED_PIXEL : LUT[best[k] > 0 ? Math.min(255, Math.round(best[k] * 255)) : 0];
   }
   const small = makeCanvas(tw, th);
   small.getContext('2d').putImageData(image, 0, 0);

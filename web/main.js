@@ -7,7 +7,9 @@
 // `document.body.dataset.state` is 'ready' (or 'busy' while work is outstanding, 'error' on
 // failure) and the JSON data block <script type="application/json" id="attention-result"> holds
 //   { seq, kind, maskKind, customCells, tokens: [N][n], lengths, heads, shape: [N, H, n, m],
-//     weights: [N*H*n*m] | null, masked: [N*n*m] (1 = masked) | null, outputMaxAbs: [N*n] | null,
+//     grid: { row, col, rowEnd, colEnd, step, rows, cols } (grid.js: the tokens the weights cover,
+//     step a cell), weights: [N*H*rows*cols] | null, masked: [N*rows*cols] (1 = masked) | null,
+//     outputMaxAbs: [N*n] | null, zoom,
 //     fullyMasked: [[b, i]], checks, view, features, build, forwardMs, workerMs, updateMs,
 //     requests: { requested, computed }, model: { layers, heads, scores, next, generated,
 //     generating } | null, ... }
@@ -37,6 +39,7 @@ function accept(job, result) {
   if (headsChanged) {
     ui.lockedHead = null;
     ui.hoverHead = null;
+    ui.zoom = null;
     buildThumbnails();
   }
   if (sizeChanged) {
@@ -60,9 +63,10 @@ function accept(job, result) {
   }
   // The checks read every weight (33 MB at 512 tokens and 16 heads): they run once the picture has
   // been painted (the task after the next frame), then the result is published and the page is ready.
+  // The model's pictures come with the checks the worker made on the weights they were pooled from.
   requestAnimationFrame(() => setTimeout(() => {
     if (ui.shown !== shown) return; // a newer result replaced this one
-    shown.checks = checkResult(shown);
+    shown.checks ??= checkResult(shown);
     publish();
     if (!ui.inputError && isIdle()) setState('ready');
   }, 0));
@@ -84,6 +88,8 @@ function publish() {
     heads: r.H,
     embedDim: r.embedDim,
     shape: [r.N, r.H, r.n, r.m],
+    grid: r.grid,
+    zoom: ui.zoom,
     weights: small ? Array.from(r.weights) : null,
     masked: small ? Array.from(r.masked) : null,
     outputMaxAbs: small && r.outputMaxAbs ? Array.from(r.outputMaxAbs) : null,

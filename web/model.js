@@ -42,7 +42,7 @@ export class CharModel {
         gate: weight(`${prefix}mlp.gate_proj.weight`),
         up: weight(`${prefix}mlp.up_proj.weight`),
         down: weight(`${prefix}mlp.down_proj.weight`),
-        // For the neuron view (neuron.js): the projections it recomputes for one query.
+        // For queries() and the neuron view (neuron.js): the projections they recompute.
         query: weight(`${prefix}self_attn.q_proj.weight`),
         key: weight(`${prefix}self_attn.k_proj.weight`),
         value: weight(`${prefix}self_attn.v_proj.weight`),
@@ -91,6 +91,23 @@ export class CharModel {
     });
     const logits = matmulTransposed(rmsNorm(x, this.finalNorm, width, this.eps), this.embedding, t, width, this.vocab.length);
     return { logits, weights: needWeights ? weights : null, attentionInputs };
+  }
+
+  /**
+   * The queries of rows first … first + count − 1 of layer `layer`'s attention input x [t, width]
+   * (forward()'s attentionInputs), projected and rotated as the block does → { data, shape: [1,
+   * heads, count, headDim] }, what the layer's KVCache.attend takes.
+   */
+  queries(x, layer, first, count) {
+    const { head_dim: d, rope_theta: base } = this.config;
+    const { width, heads } = this;
+    const rows = matmulTransposed(x.subarray(first * width, (first + count) * width), this.blocks[layer].query, count, width, heads * d);
+    const data = new Float32Array(rows.length); // [count, heads, d] -> [heads, count, d]
+    for (let i = 0; i < count; i++) {
+      for (let h = 0; h < heads; h++) data.set(rows.subarray((i * heads + h) * d, (i * heads + h + 1) * d), (h * count + i) * d);
+    }
+    const positions = Int32Array.from({ length: count }, (_, i) => first + i);
+    return this.attn.rope({ data, shape: [1, heads, count, d] }, { positions, base });
   }
 
   mlp(x, block, t) {
@@ -179,11 +196,35 @@ function rmsNorm(x, weight, width, eps) {
 export function matmulTransposed(x, w, rows, inner, outer) {
   const out = new Float32Array(rows * outer);
   for (let r = 0; r < rows; r++) {
-    const xRow = x.subarray(r * inner, (r + 1) * inner);
-    for (let o = 0; o < outer; o++) {
+    const xRow = r * inner;
+    const outRow = r * outer;
+    let o = 0;
+    // Four outputs at once read each x[i] once for four rows of w: twice as fast in V8 as one.
+    for (; o + 4 <= outer; o += 4) {
+      const w0 = o * inner;
+      const w1 = w0 + inner;
+      const w2 = w1 + inner;
+      const w3 = w2 + inner;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let i = 0; i < inner; i++) {
+        const xi = x[xRow + i];
+        s0 += xi * w[w0 + i];
+        s1 += xi * w[w1 + i];
+        s2 += xi * w[w2 + i];
+        s3 += xi * w[w3 + i];
+      }
+      out[outRow + o] = s0;
+      out[outRow + o + 1] = s1;
+      out[outRow + o + 2] = s2;
+      out[outRow + o + 3] = s3;
+    }
+    for (; o < outer; o++) {
       let sum = 0;
-      for (let i = 0, at = o * inner; i < inner; i++, at++) sum += xRow[i] * w[at];
-      out[r * outer + o] = sum;
+      for (let i = 0, at = o * inner; i < inner; i++, at++) sum += x[xRow + i] * w[at];
+      out[outRow + o] = sum;
     }
   }
   return out;

@@ -59,8 +59,7 @@ export function modelNeuron(model, x, layer, head, query) {
   const t = x.length / width;
   const block = model.blocks[layer];
   const group = Math.floor(head / (model.heads / model.config.num_key_value_heads)); // its key/value head
-  const q = model.attn.rope({ data: project(x.subarray(query * width, (query + 1) * width), block.query, width, head * d, d), shape: [1, d] },
-    { positions: [query], base }).data;
+  const q = model.queries(x, layer, query, 1).data.subarray(head * d, (head + 1) * d);
   const keys = model.attn.rope({ data: project(x, block.key, width, group * d, d), shape: [t, d] }, { base }).data;
   const values = project(x, block.value, width, group * d, d);
   const dots = Float32Array.from({ length: t }, (_, j) => dot(q, keys, j * d, d));

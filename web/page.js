@@ -53,6 +53,10 @@ export const el = {
   generate: $('#generate'),
   modelNext: $('#model-next'),
   decodeTime: $('#decode-time'),
+  zoomIn: $('#zoom-in'),
+  zoomOut: $('#zoom-out'),
+  zoomFit: $('#zoom-fit'),
+  zoomNote: $('#zoom-note'),
   pngLink: $('#png-link'),
   svgLink: $('#svg-link'),
   htmlLink: $('#html-link'),
@@ -92,7 +96,8 @@ export const ui = {
   layout: null,
   linesLayout: null,
   generating: 0, // characters still to generate
-  neuronQuery: null, // the query the neuron view shows: the last one pointed at
+  neuronQuery: null, // the token of the query the neuron view shows: the last one pointed at
+  zoom: null, // { row, col, size } in tokens: the window the views show; null = the whole map
 };
 
 export class InputError extends Error {}

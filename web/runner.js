@@ -3,8 +3,11 @@
 // the public API, asking each for weights [N, H, n, m] (H = 1 for the single-head functions), and
 // adds the page's mask [N, n, m] (1 = masked) and the fully masked rows. The page averages the
 // heads of the sentence it shows (headAverage) and, once it has drawn, verifies the whole result
-// with checkResult() (masked weights, row sums, fully masked rows and their outputs). No DOM here.
+// with checkResult() (masked weights, row sums, fully masked rows and their outputs). The trained
+// model's text may be 2048 characters long: its weights come as pictures of the window on screen
+// (grid.js), downsampled to at most 512 cells a side and checked here. No DOM here.
 import { MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
+import { binsOf, edgesOf, gridOf, maxPool } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { Generation, headScores } from './model.js';
 import { kindNeuron, modelNeuron } from './neuron.js';
@@ -47,7 +50,7 @@ export class AttentionRunner {
     this.modelError = null;
     this.headScores = null;
     this.generation = null;
-    this.neuronInputs = null;
+    this.lastForward = null; // see modelForward()
   }
 
   /** Loads a MultiheadAttention from a file's { id, config, stateDict }; throws the API's error. */
@@ -113,17 +116,40 @@ export class AttentionRunner {
   }
 
   /**
+   * The model's forward over `text`, kept for the next request on the same text (a zoom, the
+   * neuron view): { text, length, inputs: each layer's attention input [t, width], keys and values:
+   * each layer's [1, kvHeads, t, headDim] after RoPE (f32), next: the next-token logits }.
+   */
+  modelForward(text) {
+    if (this.lastForward?.text !== text) {
+      const { model } = this;
+      const ids = model.encode(text);
+      const caches = model.createCaches(ids.length, 'f32');
+      try {
+        const { logits, attentionInputs } = model.forward(ids, { caches });
+        this.lastForward = {
+          text,
+          length: ids.length,
+          inputs: attentionInputs,
+          keys: caches.map((cache) => cache.keys()),
+          values: caches.map((cache) => cache.values()),
+          next: logits.subarray(-model.vocab.length),
+        };
+      } finally {
+        for (const cache of caches) cache.dispose();
+      }
+    }
+    return this.lastForward;
+  }
+
+  /**
    * The neuron view's numbers (neuron.js) for { kind: 'model', text, layer, head, query } or, for
-   * the other kinds, { kind, request, sentence, head, query }. The model's attention inputs are
-   * kept for the last text: moving along the rows reuses them.
+   * the other kinds, { kind, request, sentence, head, query }.
    */
   neuron(selection) {
     if (selection.kind !== 'model') return kindNeuron(selection, RELATIVE_P);
     const { text, layer, head, query } = selection;
-    if (this.neuronInputs?.text !== text) {
-      this.neuronInputs = { text, inputs: this.model.forward(this.model.encode(text)).attentionInputs };
-    }
-    return modelNeuron(this.model, this.neuronInputs.inputs[layer], layer, head, query);
+    return modelNeuron(this.model, this.modelForward(text).inputs[layer], layer, head, query);
   }
 
   /** See compute(). */
@@ -149,45 +175,47 @@ function topPredictions(logits, vocab, count) {
     .slice(0, count);
 }
 
+// Weights one KVCache.attend returns at most (16 MB): longer windows are computed in chunks of rows.
+const CHUNK_WEIGHTS = 1 << 22;
+
 /**
  * The trained model over request.sentences[0] (its characters), every layer's heads as one
- * [1, layers · heads, t, t] result; with request.generate, one more token first (see generate()).
+ * [layers · heads, rows, cols] picture of request.window (grid.js; null = the whole map);
+ * with request.generate, one more token first (see generate()).
  */
 function computeModel(runner, request) {
   const { model } = runner;
   if (!model) throw new Error(runner.modelError ?? 'The trained model is still loading.');
   const started = performance.now();
   const text = request.sentences[0].join('');
-  let weights;
+  let pictures;
   let next;
   let generated = null;
   let forwardMs;
   let tokens;
   if (request.generate) {
+    // Generation keeps every row of weights of every head, so it stays at the other kinds' length.
+    if (text.length >= MAX_TOKENS) throw new Error(`Generation runs up to ${MAX_TOKENS} characters; the text has ${text.length}.`);
     const { id, stepMs } = runner.generate(text);
     const generation = runner.generation;
     generated = model.vocab[id];
     forwardMs = stepMs;
-    weights = generation.weights();
+    const t = generation.ids.length;
+    pictures = { grid: gridOf(t, t), weights: generation.weights(), checks: null };
     next = generation.next;
     tokens = Array.from(model.decode(generation.ids));
   } else {
     const forwardStarted = performance.now();
-    const result = model.forward(model.encode(text), { needWeights: true });
+    const forward = runner.modelForward(text);
+    pictures = modelPictures(model, forward, gridOf(forward.length, forward.length, request.window));
     forwardMs = performance.now() - forwardStarted;
-    runner.neuronInputs = { text, inputs: result.attentionInputs }; // the neuron view reads them next
-    const t = request.sentences[0].length;
-    weights = new Float32Array(model.layers * model.heads * t * t);
-    result.weights.forEach((layer, l) => weights.set(layer, l * model.heads * t * t));
-    next = result.logits.subarray(-model.vocab.length);
+    next = forward.next;
     tokens = request.sentences[0];
   }
   const t = tokens.length;
   const H = model.layers * model.heads;
-  const spec = { N: 1, n: t, m: t, causal: true, lengths: null, custom: null };
-  const masked = maskedCells(spec);
   const { hidden_size: width, num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim } = model.config;
-  const options = request.generate ? '{ cache, needWeights: true }' : '{ needWeights: true }';
+  const options = request.generate ? '{ cache, needWeights: true }' : '{ cache }, then cache.attend(q, { needWeights: true })';
   return {
     kind: 'model',
     tokens: [tokens],
@@ -196,10 +224,12 @@ function computeModel(runner, request) {
     H,
     n: t,
     m: t,
+    grid: pictures.grid,
     embedDim: width,
     extraKeys: [],
-    weights,
-    masked,
+    weights: pictures.weights,
+    masked: causalCells(pictures.grid),
+    checks: pictures.checks,
     outputMaxAbs: null,
     fullyMasked: [],
     weightsShape: [1, H, t, t],
@@ -216,6 +246,57 @@ function computeModel(runner, request) {
       generated,
     },
   };
+}
+
+/**
+ * Every head's weights over `grid` of the model's [t, t] map, max-pooled into the grid's cells,
+ * from a forward (AttentionRunner#modelForward): per layer, the window's query rows
+ * (model.queries) attend through a KVCache of the layer's keys and values, truncated to the keys
+ * up to each chunk's last row (the rest are hidden by the causal mask). Only the window's rows are
+ * computed; the checks cover every one of them. → { grid, weights [layers · heads, rows, cols], checks }
+ */
+export function modelPictures(model, forward, grid) {
+  const { heads } = model;
+  const cells = grid.rows * grid.cols;
+  const weights = new Float32Array(model.layers * heads * cells);
+  const checks = { maxMaskedWeight: 0, maxRowSumError: 0, maxFullyMaskedOutput: 0, nonFinite: 0 };
+  for (let layer = 0; layer < model.layers; layer++) {
+    const cache = model.blocks[layer].attention.createCache(forward.length, { dtype: 'f32' });
+    try {
+      cache.append(forward.keys[layer], forward.values[layer]);
+      for (let end = grid.rowEnd; end > grid.row;) {
+        const count = Math.min(end - grid.row, Math.max(1, Math.floor(CHUNK_WEIGHTS / (heads * end))));
+        const first = end - count;
+        cache.truncate(end);
+        const chunk = cache.attend(model.queries(forward.inputs[layer], layer, first, count), { needWeights: true }).weights.data;
+        const masked = new Uint8Array(count * end);
+        for (let i = 0; i < count; i++) masked.fill(1, i * end + first + i + 1, (i + 1) * end);
+        const rowBin = binsOf(first, count, grid.row, grid.rowEnd, grid.step);
+        // Keys past the chunk's last row are not in its weights: their cells stay 0 (and masked).
+        const colEdges = edgesOf(grid.col, Math.max(grid.col, Math.min(grid.colEnd, end)), grid.step);
+        for (let h = 0; h < heads; h++) {
+          const plane = chunk.subarray(h * count * end, (h + 1) * count * end);
+          checkRows(plane, masked, count, end, checks);
+          const picture = layer * heads + h;
+          maxPool(plane, count, end, rowBin, colEdges, grid.cols, weights.subarray(picture * cells, (picture + 1) * cells));
+        }
+        end = first;
+      }
+    } finally {
+      cache.dispose();
+    }
+  }
+  return { grid, weights, checks };
+}
+
+/** The causal mask over `grid`'s cells: 1 where every key of the cell comes after every query. */
+function causalCells(grid) {
+  const masked = new Uint8Array(grid.rows * grid.cols);
+  for (let r = 0; r < grid.rows; r++) {
+    const lastQuery = Math.min(grid.rowEnd, grid.row + (r + 1) * grid.step) - 1;
+    for (let c = 0; c < grid.cols; c++) masked[r * grid.cols + c] = grid.col + c * grid.step > lastQuery ? 1 : 0;
+  }
+  return masked;
 }
 
 /** Describes a boolean mask for the page: "[2, 7, 7] (1 = may attend)". */
@@ -336,6 +417,7 @@ function compute(runner, request) {
     H,
     n,
     m,
+    grid: gridOf(n, m),
     embedDim: E,
     extraKeys,
     weights,
@@ -376,12 +458,12 @@ function rowMaxAbs(output, N, n, layout) {
 /** Sentence b's mean over heads of weights [N, H, plane], as [plane]. */
 export function headAverage(weights, b, H, plane) {
   const average = new Float32Array(plane);
-  const first = b * H * plane;
-  for (let k = 0; k < plane; k++) {
-    let sum = 0;
-    for (let h = 0, at = first + k; h < H; h++, at += plane) sum += weights[at];
-    average[k] = sum / H;
+  // Head by head: each plane is read in order, not H planes at once.
+  for (let h = 0; h < H; h++) {
+    const first = (b * H + h) * plane;
+    for (let k = 0; k < plane; k++) average[k] += weights[first + k];
   }
+  for (let k = 0; k < plane; k++) average[k] /= H;
   return average;
 }
 
@@ -398,38 +480,44 @@ function fullyMaskedRows(masked, N, n, m) {
 }
 
 /**
- * What the page promises, checked on a result of run(): masked weights are 0, other rows sum to 1,
- * fully masked rows have zero weights and a zero output; nonFinite counts rows whose sum is NaN or
- * infinite.
+ * Checks the rows of one head's weights [rows, m] against their mask [rows, m] (1 = masked),
+ * raising `checks`' maxima: the largest masked weight, the largest distance of a row's sum from 1
+ * (from 0 when every key is masked), and the rows whose sum is NaN or infinite (nonFinite).
  */
-export function checkResult({ weights, masked, outputMaxAbs, fullyMasked, N, H, n, m }) {
-  let maxMaskedWeight = 0;
-  let maxRowSumError = 0;
-  let nonFinite = 0;
-  for (let b = 0; b < N; b++) {
-    for (let i = 0; i < n; i++) {
-      const maskRow = (b * n + i) * m;
-      let open = 0;
-      for (let j = 0; j < m; j++) open += 1 - masked[maskRow + j];
-      const want = open === 0 ? 0 : 1;
-      for (let h = 0; h < H; h++) {
-        const row = ((b * H + h) * n + i) * m;
-        let sum = 0;
-        for (let j = 0; j < m; j++) {
-          const w = weights[row + j];
-          sum += w;
-          if (masked[maskRow + j] === 1) {
-            const a = w < 0 ? -w : w;
-            if (a > maxMaskedWeight) maxMaskedWeight = a;
-          }
-        }
-        if (!Number.isFinite(sum)) nonFinite++;
-        const error = sum > want ? sum - want : want - sum;
-        if (error > maxRowSumError) maxRowSumError = error;
+export function checkRows(weights, masked, rows, m, checks) {
+  for (let i = 0; i < rows; i++) {
+    const row = i * m;
+    let open = 0;
+    let sum = 0;
+    for (let j = row; j < row + m; j++) {
+      const w = weights[j];
+      sum += w;
+      if (masked[j] === 1) {
+        const a = w < 0 ? -w : w;
+        if (a > checks.maxMaskedWeight) checks.maxMaskedWeight = a;
+      } else {
+        open++;
       }
     }
+    if (!Number.isFinite(sum)) checks.nonFinite++;
+    const error = Math.abs(sum - (open === 0 ? 0 : 1));
+    if (error > checks.maxRowSumError) checks.maxRowSumError = error;
   }
-  let maxFullyMaskedOutput = 0;
-  for (const [b, i] of fullyMasked) maxFullyMaskedOutput = Math.max(maxFullyMaskedOutput, outputMaxAbs[b * n + i]);
-  return { maxMaskedWeight, maxRowSumError, maxFullyMaskedOutput, nonFinite };
+}
+
+/**
+ * What the page promises, checked on a result of run() that holds every weight (the model's
+ * pictures bring their checks with them): masked weights are 0, other rows sum to 1, fully masked
+ * rows have zero weights and a zero output; nonFinite counts rows whose sum is NaN or infinite.
+ */
+export function checkResult({ weights, masked, outputMaxAbs, fullyMasked, N, H, n, m }) {
+  const checks = { maxMaskedWeight: 0, maxRowSumError: 0, maxFullyMaskedOutput: 0, nonFinite: 0 };
+  const plane = n * m;
+  for (let b = 0; b < N; b++) {
+    for (let h = 0; h < H; h++) {
+      checkRows(weights.subarray((b * H + h) * plane, (b * H + h + 1) * plane), masked.subarray(b * plane, (b + 1) * plane), n, m, checks);
+    }
+  }
+  for (const [b, i] of fullyMasked) checks.maxFullyMaskedOutput = Math.max(checks.maxFullyMaskedOutput, outputMaxAbs[b * n + i]);
+  return checks;
 }

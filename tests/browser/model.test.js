@@ -1,14 +1,19 @@
 // The demo's trained model in Chromium: the layers × heads grid with each head's scores, "Repeat
-// this text", and generation through the worker's f16 KV caches, which must write what PyTorch's
-// greedy decoding wrote (tests/fixtures/demo_model.json).
+// this text", generation through the worker's f16 KV caches, which must write what PyTorch's
+// greedy decoding wrote (tests/fixtures/demo_model.json), and long texts with the zoom.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 
+import { init } from '../../dist/index.mjs';
+import { EXAMPLE_TEXT, lengthen } from '../../web/embeddings.js';
+import { CharModel } from '../../web/model.js';
 import { assertRows, at, browserForFile, cellPoint, openDemo, readResult, update } from './chromium.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/demo_model.json', import.meta.url), 'utf8'));
+const MODEL_CONFIG = new URL('../../web/model/config.json', import.meta.url);
+const MODEL_WEIGHTS = new URL('../../web/model/model.safetensors', import.meta.url);
 
 const browser = browserForFile();
 
@@ -149,5 +154,93 @@ test('Generate: one character a step through the f16 KV caches, as PyTorch decod
   assertRows(result, 'after generation');
   assert.match(await browser.page.textContent('#decode-time'), /^\d+\.\d\d ms \(f16 KV cache, \d+ tokens\)$/);
   assert.equal(await browser.page.textContent('#generate'), 'Generate 32 characters');
+  assert.deepEqual(browser.errors, []);
+});
+
+test('2048 characters: pictures of 4 × 4 tokens a cell, zoomed in down to the block\'s own weights; the page stays free', { timeout: 90_000 }, async (t) => {
+  browser.errors.length = 0;
+  await openDemo(browser.page, browser.server);
+  // Main-thread tasks over 50 ms while the worker computes and the page draws.
+  await browser.page.evaluate(() => {
+    window.longTasks = [];
+    new PerformanceObserver((list) => window.longTasks.push(...list.getEntries().map((entry) => entry.duration))).observe({ type: 'longtask' });
+  });
+  const whole = await update(browser.page, () => browser.page.selectOption('#length', '2048'), { timeout: 60_000 });
+  const longTasks = await browser.page.evaluate(() => window.longTasks);
+  assert.deepEqual(whole.shape, [1, 8, 2048, 2048]);
+  assert.deepEqual(whole.grid, { row: 0, col: 0, rowEnd: 2048, colEnd: 2048, step: 4, rows: 512, cols: 512 }, 'the page gets 512 × 512 cells a head');
+  assert.equal(whole.weights, null, 'not published at this size');
+  assert.equal(whole.checks.maxMaskedWeight, 0, 'masked weights are 0 (checked in the worker on every weight)');
+  assert.ok(whole.checks.maxRowSumError <= 1e-4, `rows sum to 1 (error ${whole.checks.maxRowSumError})`);
+  assert.equal(whole.checks.nonFinite, 0);
+  assert.equal(await browser.page.textContent('#zoom-note'), 'whole map, 4 × 4 tokens a cell');
+  const cell = await cellPoint(browser.page, 100, 10);
+  await browser.page.mouse.move(cell.x, cell.y);
+  await browser.page.waitForFunction(() => document.getElementById('readout').textContent.startsWith('Queries'));
+  assert.match(await browser.page.textContent('#readout'), /^Queries 400–403 → keys 40–43 \(4 × 4 tokens a cell\): largest weight 0\.\d{4}\.$/);
+  await browser.page.mouse.move(0, 0);
+
+  // Each + halves the window around its middle; the worker computes only the window's rows.
+  const zooms = [];
+  for (let k = 0; k < 5; k++) zooms.push(await update(browser.page, () => browser.page.click('#zoom-in'), { timeout: 30_000 }));
+  assert.deepEqual(zooms.map((r) => [r.grid.row, r.grid.rowEnd - r.grid.row, r.grid.step]),
+    [[512, 1024, 2], [768, 512, 1], [896, 256, 1], [960, 128, 1], [992, 64, 1]]);
+  const zoomed = zooms.at(-1);
+  assert.equal(await browser.page.textContent('#zoom-note'), 'queries 992–1055 × keys 992–1055');
+  // At 64 × 64 the weights are published: the block's own, from a full forward in Node.
+  const attn = await init();
+  const model = new CharModel(attn, JSON.parse(readFileSync(MODEL_CONFIG, 'utf8')), attn.loadSafetensors(readFileSync(MODEL_WEIGHTS)));
+  const [characters] = lengthen([Array.from(EXAMPLE_TEXT)], 2048, 2048);
+  assert.deepEqual(whole.tokens, [characters]);
+  const { weights } = model.forward(model.encode(characters.join('')), { needWeights: true });
+  let maxError = 0;
+  for (let layer = 0; layer < 2; layer++) {
+    for (let head = 0; head < 4; head++) {
+      for (let i = 0; i < 64; i++) {
+        for (let j = 0; j < 64; j++) {
+          const want = weights[layer][(head * 2048 + 992 + i) * 2048 + 992 + j];
+          maxError = Math.max(maxError, Math.abs(zoomed.weights[((layer * 4 + head) * 64 + i) * 64 + j] - want));
+        }
+      }
+    }
+  }
+  attn.dispose();
+  assert.ok(maxError <= 2e-5, `zoomed weights: max error ${maxError}`);
+  const back = await update(browser.page, () => browser.page.click('#zoom-fit'), { timeout: 30_000 });
+  assert.deepEqual(back.grid, whole.grid, '"Whole map" goes back');
+  assert.equal(back.zoom, null);
+  t.diagnostic(`2048 characters: update ${whole.updateMs.toFixed(0)} ms (worker ${whole.workerMs.toFixed(0)} ms); ` +
+    `zoomed to 512: ${zooms[1].updateMs.toFixed(0)} ms, to 64: ${zoomed.updateMs.toFixed(0)} ms; ` +
+    `main-thread tasks over 50 ms during the 2048 update: ${longTasks.length ? longTasks.map((d) => `${d.toFixed(0)} ms`).join(', ') : 'none'}`);
+  assert.deepEqual(browser.errors, []);
+});
+
+test('zoom on a result the page holds whole: cut out at once, the readout names the tokens', { timeout: 30_000 }, async () => {
+  browser.errors.length = 0;
+  await openDemo(browser.page, browser.server, '?kind=mha');
+  const result = await update(browser.page, () => browser.page.selectOption('#length', '64'));
+  await browser.page.click('.thumb[data-head="2"]');
+  const requested = result.requests.computed;
+  await browser.page.focus('#heatmap');
+  // The first key puts the cursor on (0, 0); then to query 12, key 3.
+  for (let k = 0; k < 13; k++) await browser.page.keyboard.press('ArrowDown');
+  for (let k = 0; k < 3; k++) await browser.page.keyboard.press('ArrowRight');
+  await browser.page.keyboard.press('+'); // around the cursor: query 12, key 3
+  assert.equal(await browser.page.textContent('#zoom-note'), 'queries 0–31 × keys 0–31');
+  await browser.page.keyboard.press('+');
+  assert.equal(await browser.page.textContent('#zoom-note'), 'queries 5–20 × keys 0–15');
+  assert.equal(await browser.page.isDisabled('#zoom-in'), true, '16 tokens a side at least');
+  // The cursor stays on its tokens; two steps up and one right from there.
+  const readout = async (i, j) => {
+    const w = result.weights[at(result, 0, 2, i, j)];
+    assert.match(await browser.page.textContent('#readout'),
+      new RegExp(`^Query “${result.tokens[0][i]}” \\(${i}\\) → key “${result.tokens[0][j]}” \\(${j}\\): weight ${w.toFixed(4)}, `));
+  };
+  await readout(12, 3);
+  for (const key of ['ArrowUp', 'ArrowUp', 'ArrowRight']) await browser.page.keyboard.press(key);
+  await readout(10, 4);
+  await browser.page.click('#zoom-out');
+  assert.equal(await browser.page.textContent('#zoom-note'), 'queries 0–31 × keys 0–31');
+  assert.equal((await readResult(browser.page)).requests.computed, requested, 'no new computation');
   assert.deepEqual(browser.errors, []);
 });

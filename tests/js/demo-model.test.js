@@ -8,8 +8,10 @@ import { after, before, test } from 'node:test';
 
 import { init } from 'attention-wasm';
 
+import { gridOf } from '../../web/grid.js';
 import { CharModel, Generation, headScores } from '../../web/model.js';
 import { modelNeuron } from '../../web/neuron.js';
+import { AttentionRunner, modelPictures } from '../../web/runner.js';
 import { TOLERANCE, maxRelativeError } from './helpers.js';
 
 const read = (path) => readFileSync(new URL(path, import.meta.url));
@@ -110,4 +112,47 @@ test('head scores on random characters repeated twice: PyTorch\'s, with an induc
   const best = (key) => Math.max(...scores.flat().map((s) => s[key]));
   assert.ok(best('induction') >= 0.4, `best induction score ${best('induction')} < 0.4`);
   assert.ok(best('previousToken') >= 0.6, `best previous-token score ${best('previousToken')} < 0.6`);
+});
+
+/** The largest weight of each cell of `grid` in a head's [t, t] weights: the pooling written plainly. */
+function pooled(plane, t, grid) {
+  const out = new Float32Array(grid.rows * grid.cols);
+  for (let r = 0; r < grid.rows; r++) {
+    for (let c = 0; c < grid.cols; c++) {
+      let max = 0;
+      for (let i = grid.row + r * grid.step; i < Math.min(grid.rowEnd, grid.row + (r + 1) * grid.step); i++) {
+        for (let j = grid.col + c * grid.step; j < Math.min(grid.colEnd, grid.col + (c + 1) * grid.step); j++) max = Math.max(max, plane[i * t + j]);
+      }
+      out[r * grid.cols + c] = max;
+    }
+  }
+  return out;
+}
+
+test('the page\'s pictures of a long text: each cell the largest weight of its tokens, for the whole map and a zoomed window', () => {
+  // 1100 characters: 3 × 3 tokens a cell over the whole map, and query rows in two chunks.
+  const text = `${fixture.prompt}${fixture.continuation.text}\n`.repeat(40).slice(0, 1100);
+  const ids = model.encode(text);
+  const t = ids.length;
+  const { weights: want } = model.forward(ids, { needWeights: true });
+  const runner = new AttentionRunner(attn);
+  runner.setModel(model);
+  for (const window of [null, { row: 600, col: 450, size: 200 }, { row: 1000, col: 1050, size: 300 }]) {
+    const grid = gridOf(t, t, window);
+    const got = modelPictures(model, runner.modelForward(text), grid);
+    assert.equal(got.grid.step, window ? 1 : 3);
+    assert.equal(got.checks.maxMaskedWeight, 0, 'masked weights are 0');
+    assert.ok(got.checks.maxRowSumError <= 1e-5, `rows sum to 1 (error ${got.checks.maxRowSumError})`);
+    assert.equal(got.checks.nonFinite, 0);
+    const cells = grid.rows * grid.cols;
+    for (let layer = 0; layer < model.layers; layer++) {
+      for (let head = 0; head < model.heads; head++) {
+        const picture = got.weights.subarray((layer * model.heads + head) * cells, (layer * model.heads + head + 1) * cells);
+        const err = maxRelativeError(picture, pooled(want[layer].subarray(head * t * t, (head + 1) * t * t), t, grid));
+        assert.ok(err <= TOLERANCE, `${JSON.stringify(window)} layer ${layer} head ${head}: max relative error ${err}`);
+      }
+    }
+  }
+  // The window is moved inside the map: { row: 1000, col: 1050, size: 300 } shows the last 300 tokens.
+  assert.deepEqual(gridOf(t, t, { row: 1000, col: 1050, size: 300 }), { row: 800, col: 800, rowEnd: 1100, colEnd: 1100, step: 1, rows: 300, cols: 300 });
 });
