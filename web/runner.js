@@ -36,6 +36,14 @@ function embedBatch(tokens, d, batchFirst) {
 
 const shapeOf = (tensor) => `[${tensor.shape.join(', ')}]`;
 
+/** a, then b, in one Float32Array. */
+function joined(a, b) {
+  const out = new Float32Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
 /**
  * Runs requests on one package instance, keeping the seeded module last used (rebuilt only when
  * its kind, sizes or seed change) and the module last loaded from a file.
@@ -118,26 +126,30 @@ export class AttentionRunner {
   /**
    * The model's forward over `text`, kept for the next request on the same text (a zoom, the
    * neuron view): { text, length, inputs: each layer's attention input [t, width], keys and values:
-   * each layer's [1, kvHeads, t, headDim] after RoPE (f32), next: the next-token logits }.
+   * each layer's [1, kvHeads, t, headDim] after RoPE (f32), next: the next-token logits }. Text
+   * added to the end of the last one (typed, repeated) runs only the new characters, after the
+   * last one's keys and values.
    */
   modelForward(text) {
-    if (this.lastForward?.text !== text) {
-      const { model } = this;
-      const ids = model.encode(text);
-      const caches = model.createCaches(ids.length, 'f32');
-      try {
-        const { logits, attentionInputs } = model.forward(ids, { caches });
-        this.lastForward = {
-          text,
-          length: ids.length,
-          inputs: attentionInputs,
-          keys: caches.map((cache) => cache.keys()),
-          values: caches.map((cache) => cache.values()),
-          next: logits.subarray(-model.vocab.length),
-        };
-      } finally {
-        for (const cache of caches) cache.dispose();
-      }
+    const last = this.lastForward;
+    if (last?.text === text) return last;
+    const { model } = this;
+    const ids = model.encode(text);
+    const kept = last && text.startsWith(last.text) ? last.length : 0;
+    const caches = model.createCaches(ids.length, 'f32');
+    try {
+      if (kept) caches.forEach((cache, layer) => cache.append(last.keys[layer], last.values[layer]));
+      const { logits, attentionInputs } = model.forward(ids.subarray(kept), { caches });
+      this.lastForward = {
+        text,
+        length: ids.length,
+        inputs: kept ? attentionInputs.map((rows, layer) => joined(last.inputs[layer], rows)) : attentionInputs,
+        keys: caches.map((cache) => cache.keys()),
+        values: caches.map((cache) => cache.values()),
+        next: logits.subarray(-model.vocab.length),
+      };
+    } finally {
+      for (const cache of caches) cache.dispose();
     }
     return this.lastForward;
   }

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { init } from '../../dist/index.mjs';
 import { EXAMPLE_TEXT, lengthen } from '../../web/embeddings.js';
 import { CharModel } from '../../web/model.js';
-import { assertRows, at, browserForFile, cellPoint, openDemo, readResult, update } from './chromium.js';
+import { assertRows, at, browserForFile, cellPoint, nextFrames, openDemo, readResult, update } from './chromium.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/demo_model.json', import.meta.url), 'utf8'));
 const MODEL_CONFIG = new URL('../../web/model/config.json', import.meta.url);
@@ -209,6 +209,12 @@ test('2048 characters: pictures of 4 × 4 tokens a cell, zoomed in down to the b
   const back = await update(browser.page, () => browser.page.click('#zoom-fit'), { timeout: 30_000 });
   assert.deepEqual(back.grid, whole.grid, '"Whole map" goes back');
   assert.equal(back.zoom, null);
+  // On a phone the long view still fits its width.
+  await browser.page.setViewportSize({ width: 390, height: 800 });
+  await nextFrames(browser.page);
+  const [scrollWidth, innerWidth] = await browser.page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(scrollWidth <= innerWidth, `no horizontal scroll at 390 px (${scrollWidth})`);
+  await browser.page.setViewportSize({ width: 1280, height: 800 });
   t.diagnostic(`2048 characters: update ${whole.updateMs.toFixed(0)} ms (worker ${whole.workerMs.toFixed(0)} ms); ` +
     `zoomed to 512: ${zooms[1].updateMs.toFixed(0)} ms, to 64: ${zoomed.updateMs.toFixed(0)} ms; ` +
     `main-thread tasks over 50 ms during the 2048 update: ${longTasks.length ? longTasks.map((d) => `${d.toFixed(0)} ms`).join(', ') : 'none'}`);

@@ -129,7 +129,7 @@ function pooled(plane, t, grid) {
   return out;
 }
 
-test('the page\'s pictures of a long text: each cell the largest weight of its tokens, for the whole map and a zoomed window', () => {
+test('the page\'s pictures of a long text, extended from a shorter one: each cell the largest weight of its tokens, for the whole map and a zoomed window', () => {
   // 1100 characters: 3 × 3 tokens a cell over the whole map, and query rows in two chunks.
   const text = `${fixture.prompt}${fixture.continuation.text}\n`.repeat(40).slice(0, 1100);
   const ids = model.encode(text);
@@ -137,6 +137,12 @@ test('the page\'s pictures of a long text: each cell the largest weight of its t
   const { weights: want } = model.forward(ids, { needWeights: true });
   const runner = new AttentionRunner(attn);
   runner.setModel(model);
+  // The text typed onto the end of a shorter one: only the new characters run, after its caches.
+  runner.modelForward(text.slice(0, 700));
+  const extended = runner.modelForward(text);
+  const { logits } = model.forward(ids);
+  const err = maxRelativeError(extended.next, logits.subarray(-config.vocab.length));
+  assert.ok(err <= TOLERANCE, `next-token logits after the extension: max relative error ${err}`);
   for (const window of [null, { row: 600, col: 450, size: 200 }, { row: 1000, col: 1050, size: 300 }]) {
     const grid = gridOf(t, t, window);
     const got = modelPictures(model, runner.modelForward(text), grid);
