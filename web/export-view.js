@@ -176,12 +176,14 @@ export function heatmapSvg(title, view) {
   }
   out.push('</g>');
   const step = labelled ? 1 : [1, 2, 4, 8, 16, 32, 64, 128, 256].find((s) => s * cell >= 24) ?? 512;
+  // Index labels name tokens: the window's first token plus the cells' tokens before it.
+  const { grid } = view;
   for (let i = 0; i < n; i += step) {
-    out.push(`<text x="${left - 4}" y="${gridTop + (i + 0.5) * cell}" text-anchor="end" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? rowLabels[i] : i)}</text>`);
+    out.push(`<text x="${left - 4}" y="${gridTop + (i + 0.5) * cell}" text-anchor="end" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? rowLabels[i] : grid.row + i * grid.step)}</text>`);
   }
   for (let j = 0; j < m; j += step) {
     const x = left + (j + 0.5) * cell;
-    out.push(`<text transform="translate(${x},${gridTop - 4}) rotate(-90)" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? colLabels[j] : j)}</text>`);
+    out.push(`<text transform="translate(${x},${gridTop - 4}) rotate(-90)" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? colLabels[j] : grid.col + j * grid.step)}</text>`);
   }
   // The colour scale: 0 to the top of the scale (1, the view's maximum, or each row's).
   const legendTop = gridTop + n * cell + 12;

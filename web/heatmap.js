@@ -2,8 +2,9 @@
 // the colour legend. Knows nothing of the attention package; it draws numbers and a mask.
 //
 // Cost does not grow with DOM nodes: the cells are one ImageData of n x m pixels scaled up without
-// smoothing, and the mask is drawn by scaling a second n x m image (masked = opaque) and filling it
-// with a hatch pattern ('source-in'), so hatching works at any cell size. The finished picture is
+// smoothing (or max-pooled down to the pixels there are, so no peak is skipped), and the mask is
+// drawn by scaling a second n x m image (masked = opaque) and filling it with a hatch pattern
+// ('source-in'), so hatching works at any cell size. The finished picture is
 // kept in an offscreen canvas and only the hover highlight is redrawn on pointer moves.
 
 import { allPool, evenBins, evenEdges, maxPool } from './grid.js';
@@ -124,8 +125,31 @@ function hatchRect(ctx, x, y, w, h, style) {
   ctx.restore();
 }
 
+/**
+ * The [n, m] cells of a view pooled to at most rows × cols pixels, for drawing: each pixel the
+ * largest weight of its cells over their row's top of the scale (so a sharp peak is never skipped,
+ * as scaling the image down would), masked (or masked by the user) where all of them are.
+ * → { weights, masked, custom, top, n, m } of the pooled picture, or the view's own when it fits.
+ */
+function pooled({ weights, masked, custom, top }, n, m, rows, cols) {
+  if (rows >= n && cols >= m) return { weights, masked, custom, top, n, m };
+  const th = Math.max(1, Math.min(n, rows));
+  const tw = Math.max(1, Math.min(m, cols));
+  const rowBin = evenBins(n, th);
+  const colEdges = evenEdges(m, tw);
+  const best = new Float32Array(tw * th);
+  maxPool(weights, n, m, rowBin, colEdges, tw, best, top.map((t) => 1 / t));
+  const all = (mask) => {
+    if (!mask) return null;
+    const out = new Uint8Array(tw * th).fill(1);
+    allPool(mask, n, m, rowBin, colEdges, out);
+    return out;
+  };
+  return { weights: best, masked: all(masked), custom: all(custom), top: new Float32Array(th).fill(1), n: th, m: tw };
+}
+
 /** The cells as images: colours, plus one alpha image per mask style (null when none is masked). */
-function cellImages({ weights, masked, custom, top }, n, m) {
+function cellImages({ weights, masked, custom, top, n, m }) {
   const colours = makeCanvas(m, n);
   const image = new ImageData(m, n);
   const pixels = new Uint32Array(image.data.buffer);
@@ -259,14 +283,14 @@ function drawBase(canvas, view, width) {
   }
 
   // Cells and mask hatching, in device pixels.
-  const images = cellImages(view, n, m);
-  ctx.save();
-  ctx.setTransform(1, 0, 0, 1, 0, 0);
-  ctx.imageSmoothingEnabled = false;
   const gx = Math.round(left * ratio);
   const gy = Math.round(top * ratio);
   const gw = Math.round(gridW * ratio);
   const gh = Math.round(gridH * ratio);
+  const images = cellImages(pooled(view, n, m, gh, gw));
+  ctx.save();
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.imageSmoothingEnabled = false;
   ctx.drawImage(images.colours, gx, gy, gw, gh);
   const spacing = Math.round(6 * ratio);
   if (images.structural) hatchInto(ctx, images.structural, gx, gy, gw, gh, MASK_STYLE.structural.hatch, spacing);
@@ -392,28 +416,13 @@ export function drawHeatmap(canvas, view, highlight = {}) {
  */
 export function drawThumbnail(canvas, { weights, masked, n, m, top }) {
   const size = Math.max(16, canvas.clientWidth || 72);
-  const ratio = ratioOf();
-  const px = Math.round(size * ratio);
-  const tw = Math.min(m, px);
-  const th = Math.min(n, px);
-  const rowBin = evenBins(n, th);
-  const colEdges = evenEdges(m, tw);
-  const best = new Float32Array(tw * th);
-  maxPool(weights, n, m, rowBin, colEdges, tw, best, top.map((t) => 1 / t));
-  const allMasked = new Uint8Array(tw * th).fill(1);
-  allPool(masked, n, m, rowBin, colEdges, allMasked);
-  const image = new ImageData(tw, th);
-  const pixels = new Uint32Array(image.data.buffer);
-  for (let k = 0; k < tw * th; k++) {
-    pixels[k] = allMasked[k] ? MASKED_PIXEL : LUT[best[k] > 0 ? Math.min(255, Math.round(best[k] * 255)) : 0];
-  }
-  const small = makeCanvas(tw, th);
-  small.getContext('2d').putImageData(image, 0, 0);
+  const px = Math.round(size * ratioOf());
+  const { colours } = cellImages(pooled({ weights, masked, custom: null, top }, n, m, px, px));
   canvas.width = px;
   canvas.height = px;
   const ctx = canvas.getContext('2d');
   ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(small, 0, 0, px, px);
+  ctx.drawImage(colours, 0, 0, px, px);
 }
 
 /** Tick labels for a scale from 0 to vmax, or in percent of each row's largest weight. */
