@@ -11,10 +11,17 @@ import { MAX_FILE_BYTES, parseStateDictFile } from './state-dict-file.js';
 function kindConfig(kind) {
   const heads = Number(el.heads.value);
   const headDim = Number(el.headDim.value);
-  if (kind === 'sdpa') return { d: Number(el.embedDim.value) };
+  if (kind === 'sdpa') return { d: Number(el.embedDim.value), softcap: readSoftcap() };
   if (kind === 'additive') return { d: Number(el.embedDim.value), hiddenSize: Number(el.hiddenSize.value) };
   if (kind === 'mha') return { embedDim: heads * headDim, numHeads: heads };
   return { heads, dModel: heads * headDim };
+}
+
+/** The soft cap, or null for none (0 or empty). */
+function readSoftcap() {
+  const value = el.softcap.value.trim() === '' ? 0 : Number(el.softcap.value);
+  if (!Number.isFinite(value) || value < 0) throw new InputError('The soft cap must be a positive number, or 0 for none.');
+  return value === 0 ? null : value;
 }
 
 function readSeed() {
@@ -123,8 +130,9 @@ export function bindControls(params) {
   syncControls();
 
   el.form.addEventListener('submit', (event) => event.preventDefault());
-  for (const control of [el.text, el.length, el.kind, el.embedDim, el.hiddenSize, el.heads, el.headDim, el.seed, el.mask, el.custom]) {
-    control.addEventListener(control === el.text || control === el.heads || control === el.seed ? 'input' : 'change', () => {
+  for (const control of [el.text, el.length, el.kind, el.embedDim, el.softcap, el.hiddenSize, el.heads, el.headDim, el.seed, el.mask, el.custom]) {
+    const typed = [el.text, el.heads, el.seed, el.softcap].includes(control);
+    control.addEventListener(typed ? 'input' : 'change', () => {
       syncControls();
       requestUpdate();
     });

@@ -265,14 +265,16 @@ export function render() {
 
   const { grid } = view;
   const all = query === null && grid.rows * grid.cols <= ALL_LINES_LIMIT;
-  const queries = query !== null ? [query] : all ? Array.from({ length: grid.rows }, (_, i) => i) : [0];
+  // Too many for all: the last query, which sees every key under a causal mask.
+  const last = grid.rows - 1;
+  const queries = query !== null ? [query] : all ? Array.from({ length: grid.rows }, (_, i) => i) : [last];
   ui.linesLayout = drawLines(el.lines, {
     queryLabels: view.rowLabels,
     keyLabels: view.colLabels,
     weights: view.weights,
     masked: view.masked,
     queries,
-    selected: query ?? (all ? null : 0),
+    selected: query ?? (all ? null : last),
     top: view.top,
   });
 

@@ -1,8 +1,8 @@
 // The neuron view: for the query the heatmap points at, how the head shown weighs each key, step
 // by step as the block computes it: q and each k as strips of their components, the score's terms
 // (q·k; for Transformer-XL its content and position terms; for additive attention its score), the
-// scaled score, the masks, the softmax, and each key's weighted value (weight · v), summing to the
-// head's output. It owns the #neuron section; heatmap-view.js tells it what to follow and the
+// scaled score, the soft-capped score where there is a cap, the masks, the softmax, and each key's
+// weighted value (weight · v), summing to the head's output. It owns the #neuron section; heatmap-view.js tells it what to follow and the
 // worker computes the numbers (neuron.js).
 
 const MAX_ROWS = 48; // keys listed at most: the heaviest, in position order
@@ -95,13 +95,15 @@ export class NeuronView {
 
     const table = cell('table', undefined, 'neuron-table');
     const header = table.createTHead().insertRow();
-    for (const name of ['key', 'k', ...n.terms.map((term) => term.name), 'scaled', 'softmax', 'weight · v']) header.append(cell('th', name));
+    const capped = n.capped ? ['soft-capped'] : [];
+    for (const name of ['key', 'k', ...n.terms.map((term) => term.name), 'scaled', ...capped, 'softmax', 'weight · v']) header.append(cell('th', name));
     const body = table.createTBody();
     const qRow = body.insertRow();
     qRow.className = 'query-row';
     const q = cell('td');
     q.append(strip(n.q, keyScale, `q, ${d} components`));
-    qRow.append(cell('th', `q “${visible(tokens[query])}”`), q, ...blank(), cell('td'), cell('td'), cell('td'));
+    const blankCapped = () => capped.map(() => cell('td'));
+    qRow.append(cell('th', `q “${visible(tokens[query])}”`), q, ...blank(), cell('td'), ...blankCapped(), cell('td'), cell('td'));
     for (const j of shown) {
       const row = body.insertRow();
       const w = n.weights[j];
@@ -114,7 +116,7 @@ export class NeuronView {
       const weighted = cell('td');
       weighted.append(strip(n.values.subarray(j * dv, (j + 1) * dv).map((v) => w * v), valueScale, `weight times v of key ${j}`));
       row.append(cell('th', `${visible(tokens[j])} (${j})`), k, ...n.terms.map((term) => cell('td', format(term.values[j]), 'number')),
-        cell('td', format(n.scaled[j]), 'number'), weight, weighted);
+        cell('td', format(n.scaled[j]), 'number'), ...(n.capped ? [cell('td', format(n.capped[j]), 'number')] : []), weight, weighted);
     }
     const hidden = m - open.length;
     const masks = hidden === m ? 'every key masked: zero weights, zero output' : hidden ? `${hidden} key${hidden > 1 ? 's' : ''} masked` : 'no key masked';
@@ -123,7 +125,7 @@ export class NeuronView {
     out.className = 'output-row';
     const sum = cell('td');
     sum.append(strip(n.output, valueScale, `the head's output, ${dv} components`));
-    out.append(cell('th', 'output'), cell('td', masks), ...blank(), cell('td'), cell('td', listed), sum);
+    out.append(cell('th', 'output'), cell('td', masks), ...blank(), ...blankCapped(), cell('td'), cell('td', listed), sum);
     this.body.replaceChildren(table);
   }
 }

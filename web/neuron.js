@@ -21,27 +21,29 @@ const dot = (a, b, bOffset, d) => {
 };
 
 /**
- * Finishes the numbers every kind shares: the score terms summed and scaled, masked keys hidden,
- * the softmax over the rest (all zeros when every key is masked, as the package gives) and the
- * weighted sum of the values.
- * → { q, keys, terms, scaled, masked, weights, values, output, describe }
+ * Finishes the numbers every kind shares: the score terms summed and scaled, soft-capped when
+ * `softcap` is given (c · tanh(s / c), Gemma 2), masked keys hidden, the softmax over the rest (all
+ * zeros when every key is masked, as the package gives) and the weighted sum of the values.
+ * → { q, keys, terms, scaled, capped (or null), masked, weights, values, output, describe }
  */
-export function finishNeuron({ q, keys, terms, scale, masked, values, describe }) {
+export function finishNeuron({ q, keys, terms, scale, softcap = null, masked, values, describe }) {
   const m = masked.length;
   const dv = values.length / m;
   const scaled = Float32Array.from({ length: m }, (_, j) => scale * terms.reduce((sum, term) => sum + term.values[j], 0));
+  const capped = softcap === null ? null : scaled.map((s) => softcap * Math.tanh(s / softcap));
+  const scores = capped ?? scaled;
   let max = -Infinity;
-  for (let j = 0; j < m; j++) if (!masked[j]) max = Math.max(max, scaled[j]);
+  for (let j = 0; j < m; j++) if (!masked[j]) max = Math.max(max, scores[j]);
   const weights = new Float32Array(m);
   let sum = 0;
-  for (let j = 0; j < m; j++) if (!masked[j]) sum += weights[j] = Math.exp(scaled[j] - max);
+  for (let j = 0; j < m; j++) if (!masked[j]) sum += weights[j] = Math.exp(scores[j] - max);
   const output = new Float32Array(dv);
   for (let j = 0; j < m; j++) {
     if (masked[j]) continue;
     weights[j] /= sum;
     for (let c = 0; c < dv; c++) output[c] += weights[j] * values[j * dv + c];
   }
-  return { q, keys, terms, scaled, masked, weights, values, output, describe };
+  return { q, keys, terms, scaled, capped, masked, weights, values, output, describe };
 }
 
 /**
@@ -82,11 +84,14 @@ export function kindNeuron({ request, sentence, head, query }, P) {
   const masked = maskedCells(spec).slice((sentence * L + query) * L, (sentence * L + query + 1) * L);
 
   if (kind === 'sdpa') {
-    const { d } = config;
+    const { d, softcap = null } = config;
     const x = embed(tokens[sentence], d).data;
     const q = x.slice(query * d, (query + 1) * d);
     const dots = Float32Array.from({ length: L }, (_, j) => dot(q, x, j * d, d));
-    return finishNeuron({ q, keys: x, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), masked, values: x, describe: `d = ${d}, scale 1/√${d}; q = k = v = the embeddings` });
+    const cap = softcap === null ? '' : `, soft cap ${softcap}`;
+    return finishNeuron({
+      q, keys: x, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), softcap, masked, values: x, describe: `d = ${d}, scale 1/√${d}${cap}; q = k = v = the embeddings`,
+    });
   }
   if (kind === 'mha') {
     const { embedDim: E, numHeads: H } = config;

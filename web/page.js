@@ -11,6 +11,7 @@ export const el = {
   length: $('#length'),
   kind: $('#kind'),
   embedDim: $('#embed-dim'),
+  softcap: $('#softcap'),
   hiddenSize: $('#hidden-size'),
   heads: $('#heads-count'),
   headsValue: $('#heads-value'),

@@ -354,10 +354,11 @@ function compute(runner, request) {
     E = config.d;
     const x = embedBatch(tokens, E, true);
     const { isCausal, attnMask } = sdpaMasks(spec);
-    time(() => attn.scaledDotProductAttention(x, x, x, { isCausal, attnMask, needWeights: true }));
+    const softcap = config.softcap ?? undefined;
+    time(() => attn.scaledDotProductAttention(x, x, x, { isCausal, attnMask, softcap, needWeights: true }));
     outputLayout = 'Nn';
     call = callNote('attn.scaledDotProductAttention', [`x ${shapeOf(x)}`, 'x', 'x'],
-      { isCausal, attnMask: maskNote(attnMask, 'may attend'), needWeights: true });
+      { isCausal, attnMask: maskNote(attnMask, 'may attend'), softcap: config.softcap ?? null, needWeights: true });
   } else if (kind === 'mha') {
     const { fileModule } = runner;
     const module = request.fileId === null

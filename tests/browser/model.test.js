@@ -80,6 +80,24 @@ test('the neuron view: a head\'s steps for the query under the pointer, ending i
   const header = await browser.page.$$eval('#neuron-body thead th', (ths) => ths.map((th) => th.textContent));
   assert.deepEqual(header, ['key', 'k', 'content (q+u)·k', 'position q·R + b', 'scaled', 'softmax', 'weight · v']);
   assert.match(await browser.page.textContent('#neuron-title'), /^Query “the” \(4\) · head 2 of 4 · d = 8/);
+
+  // Scaled dot-product with a soft cap: the neuron view shows the capped scores too.
+  await openDemo(browser.page, browser.server, '?kind=sdpa');
+  const capped = await update(browser.page, () => browser.page.fill('#softcap', '1.5'));
+  assert.match(capped.call, /softcap: 1\.5/);
+  const point16 = await cellPoint(browser.page, 6, 0);
+  await browser.page.mouse.move(point16.x, point16.y);
+  await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
+  const capHeader = await browser.page.$$eval('#neuron-body thead th', (ths) => ths.map((th) => th.textContent));
+  assert.deepEqual(capHeader, ['key', 'k', 'q·k', 'scaled', 'soft-capped', 'softmax', 'weight · v']);
+  const capRows = await browser.page.$$eval('#neuron-body tbody tr', (trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
+  for (const [, , , scaled, soft] of capRows.slice(1, -1)) {
+    assert.ok(Math.abs(Number(soft) - 1.5 * Math.tanh(Number(scaled) / 1.5)) <= 2e-3, `soft-capped ${soft} = 1.5 · tanh(${scaled} / 1.5)`);
+  }
+  await browser.page.fill('#softcap', '-1');
+  await browser.page.waitForFunction(() => document.body.dataset.state === 'error');
+  assert.equal(await browser.page.textContent('#error'), 'The soft cap must be a positive number, or 0 for none.');
+  await update(browser.page, () => browser.page.fill('#softcap', '0'));
   assert.deepEqual(browser.errors, []);
 });
 

@@ -17,6 +17,8 @@ const CONFIGS = {
   additive: { d: 16, hiddenSize: 16 },
   relative: { heads: 4, dModel: 32 },
 };
+// A cap of 1.5 bends the toy embeddings' scaled scores (up to about 4) well into tanh's curve.
+const CASES = [...Object.entries(CONFIGS), ['sdpa', { d: 16, softcap: 1.5 }]];
 
 let attn;
 let runner;
@@ -28,26 +30,35 @@ after(() => attn.dispose());
 
 const custom = (L) => Uint8Array.from({ length: L * L }, (_, k) => (k % 7 === 3 ? 1 : 0));
 
-for (const kind of Object.keys(CONFIGS)) {
-  test(`${kind}: the neuron view's softmax is the package's weights, under every mask`, () => {
+for (const [kind, config] of CASES) {
+  const name = config.softcap ? `${kind} with a soft cap` : kind;
+  test(`${name}: the neuron view's softmax is the package's weights, under every mask`, () => {
     const sentences = sentencesOf('The cat sat on the mat.\nA dog barked!');
     const L = Math.max(...sentences.map((s) => s.length));
     for (const [causal, padding, withCustom] of [[false, false, false], [true, true, false], [false, true, true]]) {
       const request = {
-        kind, sentences, config: CONFIGS[kind], seed: 7, fileId: null, causal, padding, custom: withCustom ? custom(L) : null,
+        kind, sentences, config, seed: 7, fileId: null, causal, padding, custom: withCustom ? custom(L) : null,
       };
       const result = runner.run(request);
       const { N, H, n, m } = result;
       for (let sentence = 0; sentence < N; sentence++) {
         for (const head of [0, H - 1]) {
           for (const query of [0, 3, n - 1]) {
-            const what = `${kind} causal ${causal} padding ${padding} custom ${withCustom}, sentence ${sentence}, head ${head}, query ${query}`;
+            const what = `${name} causal ${causal} padding ${padding} custom ${withCustom}, sentence ${sentence}, head ${head}, query ${query}`;
             const got = kindNeuron({ request, sentence, head, query }, MAX_TOKENS);
             const row = ((sentence * H + head) * n + query) * m;
             for (let j = 0; j < m; j++) {
               const want = result.weights[row + j];
               assert.ok(Math.abs(got.weights[j] - want) <= 1e-5, `${what}, key ${j}: ${got.weights[j]} vs ${want}`);
               assert.equal(got.masked[j], result.masked[(sentence * n + query) * m + j], `${what}, key ${j} masked`);
+            }
+            if (config.softcap) {
+              for (let j = 0; j < m; j++) {
+                const want = config.softcap * Math.tanh(got.scaled[j] / config.softcap);
+                assert.ok(Math.abs(got.capped[j] - want) <= 1e-6, `${what}, key ${j}: soft-capped ${got.capped[j]} vs ${want}`);
+              }
+            } else {
+              assert.equal(got.capped, null, `${what}: no soft cap`);
             }
             const dv = got.values.length / m;
             for (let c = 0; c < dv; c++) {
