@@ -71,6 +71,41 @@ export function mulberry32(seed) {
   };
 }
 
+// Both parts of an embedding are fixed, and the page asks for the same tokens and positions on
+// every update: they are computed once (in float64, as the formula gives them) and then added.
+const tokenVectors = new Map(); // `${d} ${token}` -> Float64Array [d]: the token's 2·uniform − 1
+const TOKEN_VECTORS_KEPT = 4096;
+const positionTables = new Map(); // d -> Float64Array [positions, d]: POSITION_WEIGHT · sinusoid
+
+function tokenVector(token, d) {
+  const key = `${d} ${token}`;
+  let vector = tokenVectors.get(key);
+  if (!vector) {
+    if (tokenVectors.size >= TOKEN_VECTORS_KEPT) tokenVectors.clear();
+    const random = mulberry32(hashString(token));
+    vector = Float64Array.from({ length: d }, () => 2 * random() - 1);
+    tokenVectors.set(key, vector);
+  }
+  return vector;
+}
+
+function positionTable(d, n) {
+  let table = positionTables.get(d);
+  if (!table || table.length < n * d) {
+    const positions = Math.max(n, MAX_TOKENS);
+    const frequencies = Float64Array.from({ length: d }, (_, k) => 1 / 10000 ** ((k - (k % 2)) / d));
+    table = new Float64Array(positions * d);
+    for (let p = 0; p < positions; p++) {
+      for (let k = 0; k < d; k++) {
+        const angle = p * frequencies[k];
+        table[p * d + k] = POSITION_WEIGHT * (k % 2 === 0 ? Math.sin(angle) : Math.cos(angle));
+      }
+    }
+    positionTables.set(d, table);
+  }
+  return table;
+}
+
 /**
  * Embeds `tokens` as a tensor [n, d] (row i is token i at position i), or writes row i at
  * `out[offset + i * stride ...]` when `out` is given (to fill a batch in its layout directly).
@@ -81,15 +116,11 @@ export function mulberry32(seed) {
 export function embed(tokens, d = EMBED_DIM, out = null, offset = 0, stride = d) {
   const n = tokens.length;
   const data = out ?? new Float32Array(n * d);
-  const frequencies = Float64Array.from({ length: d }, (_, k) => 1 / 10000 ** ((k - (k % 2)) / d));
+  const positions = positionTable(d, n);
   tokens.forEach((token, position) => {
-    const random = mulberry32(hashString(token));
+    const vector = tokenVector(token, d);
     const row = offset + position * stride;
-    for (let k = 0; k < d; k++) {
-      const angle = position * frequencies[k];
-      const sinusoid = k % 2 === 0 ? Math.sin(angle) : Math.cos(angle);
-      data[row + k] = 2 * random() - 1 + POSITION_WEIGHT * sinusoid;
-    }
+    for (let k = 0; k < d; k++) data[row + k] = vector[k] + positions[position * d + k];
   });
   return { data, shape: [n, d] };
 }

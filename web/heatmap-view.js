@@ -18,6 +18,7 @@ const neuronView = new NeuronView($('#neuron'), computeNeuron);
 
 export function resetViews() {
   ui.views.clear();
+  ui.viewMask = null;
 }
 
 /** The head shown in the large view: hovered, else locked, else the average (or the only head). */
@@ -58,7 +59,9 @@ export function viewOf(head) {
   const weights = crop(head === 'avg'
     ? headAverage(r.weights, b, r.H, size)
     : r.weights.subarray((b * r.H + head) * size, (b * r.H + head + 1) * size));
-  const masked = crop(r.masked.subarray(b * size, (b + 1) * size));
+  // One mask array for every head's view of the window (heatmap.js pools it once for them all).
+  ui.viewMask ??= crop(r.masked.subarray(b * size, (b + 1) * size));
+  const masked = ui.viewMask;
   // Which masked cells the user clicked, in the result's own [n, m] (extra key columns never are).
   let custom = null;
   if (r.request.custom) {

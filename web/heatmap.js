@@ -7,7 +7,7 @@
 // ('source-in'), so hatching works at any cell size. The finished picture is
 // kept in an offscreen canvas and only the hover highlight is redrawn on pointer moves.
 
-import { allPool, evenBins, evenEdges, maxPool } from './grid.js';
+import { allPool, evenBins, maxPool } from './grid.js';
 
 // Viridis (matplotlib), 9 evenly spaced stops: perceptually uniform and readable in greyscale,
 // so a weight near 0 (dark purple) never looks like a masked cell (light grey, hatched).
@@ -125,6 +125,8 @@ function hatchRect(ctx, x, y, w, h, style) {
   ctx.restore();
 }
 
+const pooledMasks = new WeakMap(); // a view's mask -> { key: its sizes, out: the pooled mask }
+
 /**
  * The [n, m] cells of a view pooled to at most rows × cols pixels, for drawing: each pixel the
  * largest weight of its cells over their row's top of the scale (so a sharp peak is never skipped,
@@ -136,55 +138,69 @@ function pooled({ weights, masked, custom, top }, n, m, rows, cols) {
   const th = Math.max(1, Math.min(n, rows));
   const tw = Math.max(1, Math.min(m, cols));
   const rowBin = evenBins(n, th);
-  const colEdges = evenEdges(m, tw);
+  const columns = { first: 0, bins: evenBins(m, tw) };
   const best = new Float32Array(tw * th);
-  maxPool(weights, n, m, rowBin, colEdges, tw, best, top.map((t) => 1 / t));
+  // One top for every row ('0 to 1', '0 to max shown') is applied after pooling, not to each weight.
+  const uniform = top.every((t) => t === top[0]);
+  maxPool(weights, n, m, rowBin, columns, tw, best, uniform ? null : top.map((t) => 1 / t));
   const all = (mask) => {
     if (!mask) return null;
+    // Every head of a view shares its mask: pooled once for all of their thumbnails.
+    const key = `${n} ${m} ${th} ${tw}`;
+    const known = pooledMasks.get(mask);
+    if (known?.key === key) return known.out;
     const out = new Uint8Array(tw * th).fill(1);
-    allPool(mask, n, m, rowBin, colEdges, out);
+    allPool(mask, n, m, rowBin, columns, tw, out);
+    pooledMasks.set(mask, { key, out });
     return out;
   };
-  return { weights: best, masked: all(masked), custom: all(custom), top: new Float32Array(th).fill(1), n: th, m: tw };
+  return { weights: best, masked: all(masked), custom: all(custom), top: new Float32Array(th).fill(uniform ? top[0] : 1), n: th, m: tw };
 }
 
-/** The cells as images: colours, plus one alpha image per mask style (null when none is masked). */
-function cellImages({ weights, masked, custom, top, n, m }) {
-  const colours = makeCanvas(m, n);
+/** The cells' colours as an m × n canvas, masked cells in their mask's fill. */
+function colourImage({ weights, masked, custom, top, n, m }) {
   const image = new ImageData(m, n);
   const pixels = new Uint32Array(image.data.buffer);
+  let scale = 0;
+  for (let k = 0; k < n * m; k++) {
+    if (k % m === 0) scale = 255 / top[k / m];
+    if (masked[k]) {
+      pixels[k] = custom && custom[k] ? CUSTOM_PIXEL : MASKED_PIXEL;
+    } else {
+      const w = weights[k];
+      pixels[k] = LUT[w > 0 ? Math.min(255, Math.round(w * scale)) : 0];
+    }
+  }
+  const canvas = makeCanvas(m, n);
+  canvas.getContext('2d').putImageData(image, 0, 0);
+  return canvas;
+}
+
+/** One m × n alpha image per mask style (opaque = masked that way), null when no cell is. */
+function maskImages({ masked, custom, n, m }) {
   const structural = new ImageData(m, n);
   const mine = new ImageData(m, n);
   const sAlpha = new Uint32Array(structural.data.buffer);
   const cAlpha = new Uint32Array(mine.data.buffer);
   let anyStructural = false;
   let anyCustom = false;
-  let scale = 0;
   for (let k = 0; k < n * m; k++) {
-    if (k % m === 0) scale = 255 / top[k / m];
-    if (masked[k]) {
-      if (custom && custom[k]) {
-        pixels[k] = CUSTOM_PIXEL;
-        cAlpha[k] = 0xff000000;
-        anyCustom = true;
-      } else {
-        pixels[k] = MASKED_PIXEL;
-        sAlpha[k] = 0xff000000;
-        anyStructural = true;
-      }
+    if (!masked[k]) continue;
+    if (custom && custom[k]) {
+      cAlpha[k] = 0xff000000;
+      anyCustom = true;
     } else {
-      const w = weights[k];
-      pixels[k] = LUT[w > 0 ? Math.min(255, Math.round(w * scale)) : 0];
+      sAlpha[k] = 0xff000000;
+      anyStructural = true;
     }
   }
-  colours.getContext('2d').putImageData(image, 0, 0);
   const toCanvas = (data, any) => {
     if (!any) return null;
     const canvas = makeCanvas(m, n);
     canvas.getContext('2d').putImageData(data, 0, 0);
     return canvas;
   };
-  return { colours, structural: toCanvas(structural, anyStructural), custom: toCanvas(mine, anyCustom) };
+  return { structural: toCanvas(structural, anyStructural), custom: toCanvas(mine, anyCustom) };
 }
 
 const TICK_STEPS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
@@ -287,14 +303,15 @@ function drawBase(canvas, view, width) {
   const gy = Math.round(top * ratio);
   const gw = Math.round(gridW * ratio);
   const gh = Math.round(gridH * ratio);
-  const images = cellImages(pooled(view, n, m, gh, gw));
+  const cells = pooled(view, n, m, gh, gw);
+  const masks = maskImages(cells);
   ctx.save();
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(images.colours, gx, gy, gw, gh);
+  ctx.drawImage(colourImage(cells), gx, gy, gw, gh);
   const spacing = Math.round(6 * ratio);
-  if (images.structural) hatchInto(ctx, images.structural, gx, gy, gw, gh, MASK_STYLE.structural.hatch, spacing);
-  if (images.custom) hatchInto(ctx, images.custom, gx, gy, gw, gh, MASK_STYLE.custom.hatch, spacing);
+  if (masks.structural) hatchInto(ctx, masks.structural, gx, gy, gw, gh, MASK_STYLE.structural.hatch, spacing);
+  if (masks.custom) hatchInto(ctx, masks.custom, gx, gy, gw, gh, MASK_STYLE.custom.hatch, spacing);
   ctx.restore();
 
   // Values, when a cell can hold "0.00".
@@ -417,7 +434,7 @@ export function drawHeatmap(canvas, view, highlight = {}) {
 export function drawThumbnail(canvas, { weights, masked, n, m, top }) {
   const size = Math.max(16, canvas.clientWidth || 72);
   const px = Math.round(size * ratioOf());
-  const { colours } = cellImages(pooled({ weights, masked, custom: null, top }, n, m, px, px));
+  const colours = colourImage(pooled({ weights, masked, custom: null, top }, n, m, px, px));
   canvas.width = px;
   canvas.height = px;
   const ctx = canvas.getContext('2d');

@@ -93,6 +93,7 @@ export const ui = {
   file: null, // { id, name, config } when weights come from a file
   inputError: null, // what is wrong with the controls, until they are fixed
   views: new Map(), // head key -> view of the shown result
+  viewMask: null, // the mask those views share
   viewVersion: 0,
   layout: null,
   linesLayout: null,
