@@ -8,16 +8,19 @@ width 128. It learns from the King James Bible (1611, public domain) as Debian's
 package ships it, read through that package's `bible` program: no download.
 
     apt-get install python3-torch bible-kjv bible-kjv-text libopenblas0-pthread
-    /usr/bin/python3.11 scripts/train_demo_model.py        # 25 minutes on 2 cores (2500 steps)
+    /usr/bin/python3.11 scripts/train_demo_model.py        # 25-28 minutes on 2 cores (2500 steps)
 
 Two layers because that is the smallest model with induction heads (Olsson et al. 2022): a
 layer-0 head that attends to the previous character lets a layer-1 head find "the character after
 the last time this one appeared", which the demo's "repeat this text" button shows. Natural text
 alone did not form them in this budget (3000 steps of plain windows: every head's induction score
 0.00 on repeated random letters; nor did windows where one copy of a passage followed it), so
-half of the training windows are a passage of the text (8 to 128 characters) repeated to fill the
-window, so that predicting each copy pays for looking up the one before. The period varies, so
-what is learned is "the character after the earlier occurrence", not a fixed offset.
+three quarters of the training windows are a passage of the text (8 to 128 characters) repeated to
+fill the window, so that predicting each copy pays for looking up the one before. The period
+varies, so what is learned is "the character after the earlier occurrence", not a fixed offset.
+(With half of them, the induction head scored 0.44 and had its previous-token head in layer 2;
+with three quarters, a layer-1 previous-token head (0.63) feeds two layer-2 induction heads
+(0.53 and 0.38), for 0.02 nats a character more held-out loss.)
 
 Writes web/model/model.safetensors (float16, Hugging Face Llama state-dict names) and
 web/model/config.json (Hugging Face LlamaConfig field names plus the vocabulary).
@@ -189,7 +192,7 @@ def write_safetensors(path, tensors):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--steps', type=int, default=2500)
-    parser.add_argument('--repeats', type=float, default=0.5, help='share of training windows that repeat a passage')
+    parser.add_argument('--repeats', type=float, default=0.75, help='share of training windows that repeat a passage')
     parser.add_argument('--batch', type=int, default=32)
     parser.add_argument('--context', type=int, default=256)
     parser.add_argument('--lr', type=float, default=3e-3)
