@@ -130,6 +130,10 @@ export function bindControls(params) {
   syncControls();
 
   el.form.addEventListener('submit', (event) => event.preventDefault());
+  // A zoom names positions of one kind's tokens (words, or the model's characters).
+  el.kind.addEventListener('change', () => {
+    ui.zoom = null;
+  });
   for (const control of [el.text, el.length, el.kind, el.embedDim, el.softcap, el.hiddenSize, el.heads, el.headDim, el.seed, el.mask, el.custom]) {
     const typed = [el.text, el.heads, el.seed, el.softcap].includes(control);
     control.addEventListener(typed ? 'input' : 'change', () => {

@@ -14,7 +14,9 @@ export function showFeatures() {
 export function showTimes() {
   const r = ui.shown;
   const { simd, threads } = ui.features;
-  $('#speed').textContent = `forward ${r.forwardMs.toFixed(1)} ms in wasm (${simd ? 'SIMD' : 'scalar'}, ` +
+  // The model's time also covers its norms and MLP in JS and the pictures of its window.
+  const what = r.model ? 'model' : 'forward';
+  $('#speed').textContent = `${what} ${r.forwardMs.toFixed(1)} ms, attention in wasm (${simd ? 'SIMD' : 'scalar'}, ` +
     `${threads} thread${threads > 1 ? 's' : ''}) · update ${r.updateMs.toFixed(0)} ms`;
   el.forwardTime.textContent = `${r.forwardMs.toFixed(2)} ms`;
   el.updateTime.textContent = `${r.updateMs.toFixed(1)} ms (worker ${r.workerMs.toFixed(1)} ms)`;

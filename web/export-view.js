@@ -4,8 +4,10 @@
 // the weights and the mask. Downloads go through a visible link whose href is an object URL
 // (blob:), so the file can be fetched again from the page.
 import { MASK_STYLE, colourOf, drawHeatmap } from './heatmap.js';
+import { cellSpan } from './grid.js';
 import { render, shownHead, viewOf } from './heatmap-view.js';
 import { KIND_NAMES, MASK_NAMES, customCells, el, modelHead, showError, ui } from './page.js';
+import { headAverage } from './runner.js';
 
 /**
  * Draws `title`, then each canvas below the previous one, on a white background, and encodes it.
@@ -89,27 +91,27 @@ function exportJson() {
   const { rows, cols } = r.grid;
   const size = rows * cols;
   const head = shownHead();
-  const view = viewOf(head);
+  // Everything as the result holds it (the zoom is only named): weights, average and mask alike.
   const document_ = {
     kind: r.kind,
     module: KIND_NAMES[r.kind],
     sentence: b,
     tokens: r.tokens[b],
-    keys: view.colTokens,
+    keys: [...r.tokens[b], ...r.extraKeys],
     length: r.lengths[b],
     heads: r.H,
     shape: [r.H, rows, cols],
     // The tokens the weights cover and how many a cell holds (its largest weight, when more than 1).
     grid: r.grid,
     weights: Array.from(r.weights.subarray(b * r.H * size, (b + 1) * r.H * size)),
-    average: r.H > 1 ? Array.from(viewOf('avg').weights) : null,
-    masked: Array.from(view.masked),
+    average: r.H > 1 ? Array.from(headAverage(r.weights, b, r.H, size)) : null,
+    masked: Array.from(r.masked.subarray(b * size, (b + 1) * size)),
     maskKind: r.request.maskKind,
     customCells: customCells(r.request.custom, r.n),
-    fullyMaskedRows: view.fullyMasked,
+    fullyMaskedRows: r.fullyMasked.filter(([sentence]) => sentence === b).map(([, i]) => i),
     outputMaxAbs: r.outputMaxAbs ? Array.from(r.outputMaxAbs.subarray(b * r.n, (b + 1) * r.n)) : null,
     model: r.model ? { layers: r.model.layers, heads: r.model.heads, scores: r.model.scores } : null,
-    view: { head },
+    view: { head, zoom: ui.zoom },
     config: r.request.config,
     seed: r.request.seed,
     call: r.call,
@@ -179,11 +181,11 @@ export function heatmapSvg(title, view) {
   // Index labels name tokens: the window's first token plus the cells' tokens before it.
   const { grid } = view;
   for (let i = 0; i < n; i += step) {
-    out.push(`<text x="${left - 4}" y="${gridTop + (i + 0.5) * cell}" text-anchor="end" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? rowLabels[i] : grid.row + i * grid.step)}</text>`);
+    out.push(`<text x="${left - 4}" y="${gridTop + (i + 0.5) * cell}" text-anchor="end" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? rowLabels[i] : cellSpan(grid.row, grid.rowEnd, grid.step, i)[0])}</text>`);
   }
   for (let j = 0; j < m; j += step) {
     const x = left + (j + 0.5) * cell;
-    out.push(`<text transform="translate(${x},${gridTop - 4}) rotate(-90)" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? colLabels[j] : grid.col + j * grid.step)}</text>`);
+    out.push(`<text transform="translate(${x},${gridTop - 4}) rotate(-90)" dominant-baseline="middle" fill="#1d2330">${xml(labelled ? colLabels[j] : cellSpan(grid.col, grid.colEnd, grid.step, j)[0])}</text>`);
   }
   // The colour scale: 0 to the top of the scale (1, the view's maximum, or each row's).
   const legendTop = gridTop + n * cell + 12;

@@ -27,7 +27,8 @@ export function showModel() {
   if (model.generated !== null) {
     el.text.value += model.generated;
     el.decodeTime.textContent = `${ui.shown.forwardMs.toFixed(2)} ms (f16 KV cache, ${ui.shown.n} tokens)`;
-    ui.generating = Math.max(0, ui.generating - 1);
+    // Generation stops at MAX_TOKENS characters (runner.js), however many were asked for.
+    ui.generating = ui.shown.n < MAX_TOKENS ? Math.max(0, ui.generating - 1) : 0;
     if (ui.generating > 0) requestUpdate(true);
   }
   syncGenerateButton();

@@ -1,8 +1,9 @@
 // Weights at lower resolution: which part of an [n, m] map a picture covers (a window, zoomed in)
 // and how many tokens each of its cells stands for, and max-pooling into those cells. Pooling
 // keeps the largest weight of each block, so a sharp peak (an induction head's stripe) survives at
-// 2048 tokens. Masked weights are exactly 0 (the package's promise, checked by the page), so the
-// largest weight of a block is its largest visible one. No DOM: the worker pools too.
+// 2048 tokens. Masked weights are exactly 0 (the package's promise, checked by the page, or by the
+// worker for the model's pictures), so the largest weight of a block is its largest visible one.
+// No DOM: the worker pools too.
 
 /** Cells a side of the worker's pictures at most; longer windows get cells of several tokens. */
 export const MAX_GRID = 512;
@@ -24,6 +25,9 @@ export function gridOf(n, m, window = null, maxCells = MAX_GRID) {
   const step = Math.max(1, Math.ceil(Math.max(rowEnd - row, colEnd - col) / maxCells));
   return { row, col, rowEnd, colEnd, step, rows: Math.ceil((rowEnd - row) / step), cols: Math.ceil((colEnd - col) / step) };
 }
+
+/** The first and last index of cell k over indices [start, end), `step` a cell. */
+export const cellSpan = (start, end, step, k) => [start + k * step, Math.min(end, start + (k + 1) * step) - 1];
 
 /** Whether a grid is the whole [n, m] map at one token a cell. */
 export const isWhole = (grid, n, m) => grid.step === 1 && grid.row === 0 && grid.col === 0 && grid.rowEnd === n && grid.colEnd === m;

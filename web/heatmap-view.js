@@ -5,7 +5,7 @@
 // every weight, or the picture the worker computed for a long text (several tokens a cell).
 import { computeNeuron, requestUpdate } from './compute.js';
 import { PAD } from './embeddings.js';
-import { MAX_GRID, MIN_WINDOW, gridOf, isWhole } from './grid.js';
+import { MAX_GRID, MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
 import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
 import { NeuronView } from './neuron-view.js';
@@ -38,7 +38,7 @@ function viewGrid() {
 /** Labels of a window's cells: its tokens at one token a cell, else the ranges of token indices. */
 function cellLabels(tokens, start, end, step) {
   if (step === 1) return tokens.slice(start, end).map(shortLabel);
-  return Array.from({ length: Math.ceil((end - start) / step) }, (_, k) => `${start + k * step}–${Math.min(end, start + (k + 1) * step) - 1}`);
+  return Array.from({ length: Math.ceil((end - start) / step) }, (_, k) => cellSpan(start, end, step, k).join('–'));
 }
 
 export function viewOf(head) {
@@ -62,7 +62,8 @@ export function viewOf(head) {
   // One mask array for every head's view of the window (heatmap.js pools it once for them all).
   ui.viewMask ??= crop(r.masked.subarray(b * size, (b + 1) * size));
   const masked = ui.viewMask;
-  // Which masked cells the user clicked, in the result's own [n, m] (extra key columns never are).
+  // Which masked cells the user clicked, laid out as the result's [n, m] (extra key columns never
+  // are), then cut to the window as the weights are.
   let custom = null;
   if (r.request.custom) {
     const L = r.n;
@@ -208,9 +209,7 @@ function maskReasons(row, col) {
 
 /** The token indices a view cell covers: [first query, last query, first key, last key]. */
 function cellTokens({ row, col }, { grid }) {
-  const i = grid.row + row * grid.step;
-  const j = grid.col + col * grid.step;
-  return [i, Math.min(grid.rowEnd, i + grid.step) - 1, j, Math.min(grid.colEnd, j + grid.step) - 1];
+  return [...cellSpan(grid.row, grid.rowEnd, grid.step, row), ...cellSpan(grid.col, grid.colEnd, grid.step, col)];
 }
 
 function describeCell(cell, view) {
@@ -341,7 +340,7 @@ function paintCell(cell, value) {
 /** Whether the user masked the token cell under a view cell. */
 function customAt(cell) {
   const [row, , col] = cellTokens(cell, viewOf(shownHead()));
-  return ui.custom[row * ui.customSize + col] === 1;
+  return row < ui.customSize && col < ui.customSize && ui.custom[row * ui.customSize + col] === 1;
 }
 
 function onHeatmapPointerDown(event) {
@@ -434,7 +433,8 @@ function onLinesKey(event) {
 function setZoom(window) {
   const r = ui.shown;
   const before = viewOf(shownHead()).grid;
-  ui.zoom = window && window.size < Math.max(r.n, r.m) ? window : null;
+  const moved = window && window.size < Math.max(r.n, r.m) ? gridOf(r.n, r.m, window, Infinity) : null;
+  ui.zoom = moved && { row: moved.row, col: moved.col, size: window.size }; // moved inside the map
   ui.hoverCell = null;
   if (r.kind === 'model' && r.n > MAX_GRID) {
     ui.cursor = null;
@@ -457,23 +457,29 @@ function setZoom(window) {
 
 /**
  * Zooms by `factor` (½ in, 2 out) around the cell under the pointer or the cursor, else the
- * locked query's diagonal, else the middle of the window.
+ * locked query on the diagonal, else the middle of the window. The size comes from the zoom asked
+ * for, which may still be on its way from the worker.
  */
 function zoom(factor) {
-  if (!ui.shown) return;
+  const r = ui.shown;
+  if (!r) return;
   const { grid } = viewOf(shownHead());
-  const size = Math.max(MIN_WINDOW, Math.round(Math.max(grid.rowEnd - grid.row, grid.colEnd - grid.col) * factor));
-  const cell = ui.hoverCell ?? ui.cursor ?? (ui.lockedQuery === null ? null : { row: ui.lockedQuery, col: ui.lockedQuery });
-  const centre = cell
-    ? [grid.row + (cell.row + 0.5) * grid.step, grid.col + (cell.col + 0.5) * grid.step]
-    : [(grid.row + grid.rowEnd) / 2, (grid.col + grid.colEnd) / 2];
+  const asked = gridOf(r.n, r.m, ui.zoom, Infinity);
+  const before = Math.max(asked.rowEnd - asked.row, asked.colEnd - asked.col);
+  const size = Math.min(Math.max(r.n, r.m), Math.max(MIN_WINDOW, Math.round(before * factor)));
+  if (size === before) return;
+  const cell = ui.hoverCell ?? ui.cursor;
+  const query = ui.lockedQuery === null ? null : grid.row + (ui.lockedQuery + 0.5) * grid.step;
+  const centre = cell ? [grid.row + (cell.row + 0.5) * grid.step, grid.col + (cell.col + 0.5) * grid.step]
+    : query !== null ? [query, query]
+      : [(asked.row + asked.rowEnd) / 2, (asked.col + asked.colEnd) / 2];
   setZoom({ row: Math.round(centre[0] - size / 2), col: Math.round(centre[1] - size / 2), size });
 }
 
 /** The zoom buttons and the note on what the window holds. */
 function syncZoom({ grid }) {
   const r = ui.shown;
-  const whole = grid.row === 0 && grid.col === 0 && grid.rowEnd === r.n && grid.colEnd === r.m;
+  const whole = grid.row === 0 && grid.col === 0 && grid.rowEnd === r.n && grid.colEnd === r.m; // at any step
   el.zoomIn.disabled = Math.max(grid.rowEnd - grid.row, grid.colEnd - grid.col) <= MIN_WINDOW;
   el.zoomOut.disabled = whole;
   el.zoomFit.disabled = whole;

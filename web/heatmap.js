@@ -7,7 +7,7 @@
 // ('source-in'), so hatching works at any cell size. The finished picture is
 // kept in an offscreen canvas and only the hover highlight is redrawn on pointer moves.
 
-import { allPool, evenBins, maxPool } from './grid.js';
+import { allPool, cellSpan, evenBins, maxPool } from './grid.js';
 
 // Viridis (matplotlib), 9 evenly spaced stops: perceptually uniform and readable in greyscale,
 // so a weight near 0 (dark purple) never looks like a masked cell (light grey, hatched).
@@ -247,9 +247,10 @@ function drawBase(canvas, view, width) {
   const m = colLabels.length;
   const textColour = getComputedStyle(canvas).color;
   const { fontSize, labels, left, top, cell, rotate, pad, gutter, step } = layOut(canvas, view, width);
-  // Index labels name tokens: the window's first token plus the cells' tokens before it.
-  const rowIndex = (i) => String(view.grid.row + i * view.grid.step);
-  const colIndex = (j) => String(view.grid.col + j * view.grid.step);
+  // Index labels name each cell's first token.
+  const { grid } = view;
+  const rowIndex = (i) => String(cellSpan(grid.row, grid.rowEnd, grid.step, i)[0]);
+  const colIndex = (j) => String(cellSpan(grid.col, grid.colEnd, grid.step, j)[0]);
   const gridW = cell * m;
   const gridH = cell * n;
   const height = Math.ceil(top + gridH + pad);

@@ -14,7 +14,7 @@
 //     requests: { requested, computed }, model: { layers, heads, scores, next, generated,
 //     generating } | null, ... }
 // (weights, masked and outputMaxAbs are null above 65536 weights, to keep long updates fast; the
-// checks are computed over everything, always). The heatmap's geometry is in its data-grid
+// checks are computed over every weight computed: all of them, or the model's window's rows). The heatmap's geometry is in its data-grid
 // attribute: { left, top, cell } in CSS px. A JSON data block is never executed, so the CSP
 // (no inline scripts) allows it.
 import { counts, isIdle, startWorker } from './compute.js';
@@ -32,8 +32,10 @@ const PUBLISH_LIMIT = 65536;
 
 function accept(job, result) {
   const shown = { ...result, request: job.request, id: job.id };
-  const sizeChanged = !ui.shown || ui.shown.n !== shown.n || ui.shown.N !== shown.N;
   const headsChanged = !ui.shown || ui.shown.H !== shown.H || ui.shown.kind !== shown.kind;
+  // Cells pointed at are positions on the grid drawn: another grid puts other tokens under them.
+  const sameGrid = ui.shown && ['row', 'col', 'step', 'rows', 'cols'].every((key) => ui.shown.grid[key] === shown.grid[key]);
+  const sizeChanged = headsChanged || !sameGrid || ui.shown.N !== shown.N;
   ui.shown = shown;
   if (ui.sentence >= shown.N) ui.sentence = 0;
   if (headsChanged) {
@@ -46,6 +48,7 @@ function accept(job, result) {
     ui.cursor = null;
     ui.hoverCell = null;
     ui.lockedQuery = null;
+    ui.linesHover = null;
     ui.neuronQuery = null;
   }
   resetViews();

@@ -7,7 +7,7 @@
 // model's text may be 2048 characters long: its weights come as pictures of the window on screen
 // (grid.js), downsampled to at most 512 cells a side and checked here. No DOM here.
 import { MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
-import { binsOf, columnsOf, gridOf, maxPool } from './grid.js';
+import { binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { Generation, headScores } from './model.js';
 import { kindNeuron, modelNeuron } from './neuron.js';
@@ -207,7 +207,8 @@ function computeModel(runner, request) {
   let tokens;
   if (request.generate) {
     // Generation keeps every row of weights of every head, so it stays at the other kinds' length.
-    if (text.length >= MAX_TOKENS) throw new Error(`Generation runs up to ${MAX_TOKENS} characters; the text has ${text.length}.`);
+    const length = request.sentences[0].length; // characters (text.length counts UTF-16 units)
+    if (length >= MAX_TOKENS) throw new Error(`Generation runs up to ${MAX_TOKENS} characters; the text has ${length}.`);
     const { id, stepMs } = runner.generate(text);
     const generation = runner.generation;
     generated = model.vocab[id];
@@ -244,7 +245,7 @@ function computeModel(runner, request) {
     checks: pictures.checks,
     outputMaxAbs: null,
     fullyMasked: [],
-    weightsShape: [1, H, t, t],
+    weightsShape: [1, H, pictures.grid.rows, pictures.grid.cols],
     outputShape: [1, request.generate ? 1 : t, width],
     call: `new GroupedQueryAttention(${width}, ${heads}, ${kvHeads}, { headDim: ${headDim} }).forward(x [1, ${request.generate ? 1 : t}, ${width}], ${options}) in each of ${model.layers} layers`,
     forwardMs,
@@ -305,8 +306,8 @@ export function modelPictures(model, forward, grid) {
 function causalCells(grid) {
   const masked = new Uint8Array(grid.rows * grid.cols);
   for (let r = 0; r < grid.rows; r++) {
-    const lastQuery = Math.min(grid.rowEnd, grid.row + (r + 1) * grid.step) - 1;
-    for (let c = 0; c < grid.cols; c++) masked[r * grid.cols + c] = grid.col + c * grid.step > lastQuery ? 1 : 0;
+    const [, lastQuery] = cellSpan(grid.row, grid.rowEnd, grid.step, r);
+    for (let c = 0; c < grid.cols; c++) masked[r * grid.cols + c] = cellSpan(grid.col, grid.colEnd, grid.step, c)[0] > lastQuery ? 1 : 0;
   }
   return masked;
 }

@@ -200,7 +200,21 @@ test('2048 characters: pictures of 4 × 4 tokens a cell, zoomed in down to the b
 
   // Each + halves the window around its middle; the worker computes only the window's rows.
   const zooms = [];
-  for (let k = 0; k < 5; k++) zooms.push(await update(browser.page, () => browser.page.click('#zoom-in'), { timeout: 30_000 }));
+  for (let k = 0; k < 5; k++) {
+    if (k !== 2) {
+      zooms.push(await update(browser.page, () => browser.page.click('#zoom-in'), { timeout: 30_000 }));
+      continue;
+    }
+    // The + key, then the pointer on a cell of the old 512-cell window while the worker computes
+    // the next one (256 cells): the new picture must not read that cell.
+    const stale = await cellPoint(browser.page, 300, 300);
+    zooms.push(await update(browser.page, async () => {
+      await browser.page.focus('#heatmap');
+      await browser.page.keyboard.press('+');
+      await browser.page.mouse.move(stale.x, stale.y);
+    }, { timeout: 30_000 }));
+    await browser.page.mouse.move(0, 0);
+  }
   assert.deepEqual(zooms.map((r) => [r.grid.row, r.grid.rowEnd - r.grid.row, r.grid.step]),
     [[512, 1024, 2], [768, 512, 1], [896, 256, 1], [960, 128, 1], [992, 64, 1]]);
   const zoomed = zooms.at(-1);
@@ -263,6 +277,12 @@ test('zoom on a result the page holds whole: cut out at once, the readout names 
   await readout(12, 3);
   for (const key of ['ArrowUp', 'ArrowUp', 'ArrowRight']) await browser.page.keyboard.press(key);
   await readout(10, 4);
+  // The JSON export holds the whole result, weights, average and mask alike, and names the zoom.
+  const exported = JSON.parse((await download('#export-json')).text);
+  const [, H, n, m] = result.shape;
+  assert.deepEqual(exported.shape, [H, n, m]);
+  assert.deepEqual([exported.weights.length, exported.average.length, exported.masked.length], [H * n * m, n * m, n * m]);
+  assert.deepEqual(exported.view, { head: 2, zoom: { row: 5, col: 0, size: 16 } });
   await browser.page.click('#zoom-out');
   assert.equal(await browser.page.textContent('#zoom-note'), 'queries 0–31 × keys 0–31');
   assert.equal((await readResult(browser.page)).requests.computed, requested, 'no new computation');
