@@ -32,12 +32,9 @@ export const cellSpan = (start, end, step, k) => [start + k * step, Math.min(end
 /** Whether a grid is the whole [n, m] map at one token a cell. */
 export const isWhole = (grid, n, m) => grid.step === 1 && grid.row === 0 && grid.col === 0 && grid.rowEnd === n && grid.colEnd === m;
 
-/** For indices first … first + count − 1: the cell of each (−1 outside [start, end)), cells `step` wide. */
-export function binsOf(first, count, start, end, step) {
-  return Int32Array.from({ length: count }, (_, k) => {
-    const index = first + k;
-    return index >= start && index < end ? Math.floor((index - start) / step) : -1;
-  });
+/** For indices first … first + count − 1 (none before `start`): the cell of each, cells `step` wide from `start`. */
+export function binsOf(first, count, start, step) {
+  return Int32Array.from({ length: count }, (_, k) => Math.floor((first + k - start) / step));
 }
 
 /** Cells of a picture `cells` wide from `count` indices, as evenly as they divide (count ≥ cells). */
@@ -52,12 +49,11 @@ export function columnsOf(start, end, step) {
 
 /**
  * out[rowBin[i] · cols + bins[k]] = max(itself, plane[i · m + first + k] · (rowScale?.[i] ?? 1))
- * for the [n, m] plane's columns first … first + bins.length − 1 (`columns`, as columnsOf gives);
- * rows whose bin is −1 are skipped. `out` starts at 0 (or a previous chunk's maxima).
+ * for the [n, m] plane's columns first … first + bins.length − 1 (`columns`, as columnsOf gives).
+ * `out` starts at 0 (or a previous chunk's maxima).
  */
 export function maxPool(plane, n, m, rowBin, { first, bins }, cols, out, rowScale = null) {
   for (let i = 0; i < n; i++) {
-    if (rowBin[i] < 0) continue;
     const base = rowBin[i] * cols;
     const row = i * m + first;
     const scale = rowScale ? rowScale[i] : 1;
@@ -73,7 +69,6 @@ export function maxPool(plane, n, m, rowBin, { first, bins }, cols, out, rowScal
 /** out[cell] = 0 unless every cell of the [n, m] mask that falls in it is 1 (masked); out starts at 1. */
 export function allPool(masked, n, m, rowBin, { first, bins }, cols, out) {
   for (let i = 0; i < n; i++) {
-    if (rowBin[i] < 0) continue;
     const base = rowBin[i] * cols;
     const row = i * m + first;
     for (let k = 0; k < bins.length; k++) if (!masked[row + k]) out[base + bins[k]] = 0;

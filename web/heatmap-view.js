@@ -5,7 +5,7 @@
 // every weight, or the picture the worker computed for a long text (several tokens a cell).
 import { computeNeuron, requestUpdate } from './compute.js';
 import { PAD } from './embeddings.js';
-import { MAX_GRID, MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
+import { MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
 import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
 import { NeuronView } from './neuron-view.js';
@@ -428,7 +428,7 @@ function onLinesKey(event) {
 /**
  * Shows `window` ({ row, col, size } in tokens; null = the whole map): at once from the weights the
  * page holds, the cursor and the locked query kept on their tokens when the window still holds
- * them; or through the worker when the text is longer than a picture (the model's).
+ * them; or through the worker when the result is a picture (the model's texts longer than one).
  */
 function setZoom(window) {
   const r = ui.shown;
@@ -436,7 +436,7 @@ function setZoom(window) {
   const moved = window && window.size < Math.max(r.n, r.m) ? gridOf(r.n, r.m, window, Infinity) : null;
   ui.zoom = moved && { row: moved.row, col: moved.col, size: window.size }; // moved inside the map
   ui.hoverCell = null;
-  if (r.kind === 'model' && r.n > MAX_GRID) {
+  if (!isWhole(r.grid, r.n, r.m)) {
     ui.cursor = null;
     ui.lockedQuery = null;
     requestUpdate();

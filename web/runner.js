@@ -272,7 +272,7 @@ export function modelPictures(model, forward, grid) {
   const { heads } = model;
   const cells = grid.rows * grid.cols;
   const weights = new Float32Array(model.layers * heads * cells);
-  const checks = { maxMaskedWeight: 0, maxRowSumError: 0, maxFullyMaskedOutput: 0, nonFinite: 0 };
+  const checks = noFindings();
   for (let layer = 0; layer < model.layers; layer++) {
     const cache = model.blocks[layer].attention.createCache(forward.length, { dtype: 'f32' });
     try {
@@ -284,7 +284,7 @@ export function modelPictures(model, forward, grid) {
         const chunk = cache.attend(model.queries(forward.inputs[layer], layer, first, count), { needWeights: true }).weights.data;
         const masked = new Uint8Array(count * end);
         for (let i = 0; i < count; i++) masked.fill(1, i * end + first + i + 1, (i + 1) * end);
-        const rowBin = binsOf(first, count, grid.row, grid.rowEnd, grid.step);
+        const rowBin = binsOf(first, count, grid.row, grid.step); // the chunk lies inside the window
         // Keys past the chunk's last row are not in its weights: their cells stay 0 (and masked).
         const columns = columnsOf(grid.col, Math.min(grid.colEnd, end), grid.step);
         for (let h = 0; h < heads; h++) {
@@ -502,6 +502,9 @@ function fullyMaskedRows(masked, N, n, m) {
   return rows;
 }
 
+/** The checks before any row is read: checkRows raises them. */
+const noFindings = () => ({ maxMaskedWeight: 0, maxRowSumError: 0, maxFullyMaskedOutput: 0, nonFinite: 0 });
+
 /**
  * Checks the rows of one head's weights [rows, m] against their mask [rows, m] (1 = masked),
  * raising `checks`' maxima: the largest masked weight, the largest distance of a row's sum from 1
@@ -534,7 +537,7 @@ export function checkRows(weights, masked, rows, m, checks) {
  * rows have zero weights and a zero output; nonFinite counts rows whose sum is NaN or infinite.
  */
 export function checkResult({ weights, masked, outputMaxAbs, fullyMasked, N, H, n, m }) {
-  const checks = { maxMaskedWeight: 0, maxRowSumError: 0, maxFullyMaskedOutput: 0, nonFinite: 0 };
+  const checks = noFindings();
   const plane = n * m;
   for (let b = 0; b < N; b++) {
     for (let h = 0; h < H; h++) {
