@@ -17,6 +17,9 @@ await build({
   // The Emscripten glue stays a separate file beside the bundle; node: modules load only in Node.
   external: ['./attention-*.mjs', 'node:*'],
   define: { __ATTENTION_VERSION__: JSON.stringify(version) },
+  // Part of the one-thread page's size budget; class names stay, for errors that describe values.
+  minify: true,
+  keepNames: true,
   logLevel: 'warning',
 });
 await copyFile(new URL('bindings/index.d.ts', root), new URL('dist/index.d.mts', root));

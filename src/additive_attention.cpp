@@ -78,8 +78,7 @@ Status AdditiveAttention::forward(const TensorView& query, const TensorView& key
   blocks.n = n;
   blocks.m = m;
   blocks.dv = dv;
-  blocks.value = value.data;
-  blocks.value_layout = BlockLayout::contiguous(m, dv);
+  blocks.value = {value.data, nullptr, BlockLayout::contiguous(m, dv)};
   blocks.output_layout = BlockLayout::contiguous(n, dv);
   blocks.scale = 1.0f;
   blocks.mask = &score_mask;

@@ -5,8 +5,10 @@
 #include <limits>
 
 #include "buffer.h"
+#include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
+#include "module.h"
 #include "parallel.h"
 
 namespace attn {
@@ -15,6 +17,64 @@ namespace {
 // A query tile of 32 rows against a key tile of 128 keys keeps the score tile at 16 KiB.
 constexpr int64_t kQueryTile = 32;
 constexpr int64_t kKeyTile = PackedOperands::kKeyTile;
+// The in-place path takes up to this many query rows per key/value block: a decode step's group of
+// query heads (4 in Llama 3, 7 in Qwen2.5-0.5B) over a position or a few.
+constexpr int64_t kInPlaceRows = 16;
+// Key ranges that the in-place path splits across threads are at least this long, so that merging
+// the partial softmaxes stays negligible.
+constexpr int64_t kMinKeysPerSplit = 512;
+
+// The online softmax (FlashAttention) of one query row, the only one in the core: the running max,
+// the sum of exponentials against it and the keys seen; the unnormalised output row lives beside it.
+struct RunningSoftmax {
+  float max = -std::numeric_limits<float>::infinity();
+  float sum = 0.0f;
+  int64_t visible = 0;
+};
+
+// max(a, b), NaN when b is NaN (a NaN a is kept by std::max).
+float nan_max(float a, float b) { return std::isnan(b) ? b : std::max(a, b); }
+
+// Moves a running softmax and its output row [dv] to a larger max.
+void rescale(RunningSoftmax& row, float* out, int64_t dv, float new_max) {
+  if (row.max != new_max) {
+    const float factor = std::exp(row.max - new_max);
+    row.sum *= factor;
+    kernels::active_kernels().scale(out, static_cast<size_t>(dv), factor);
+  }
+  row.max = new_max;
+}
+
+// Folds scaled scores s[0, n) whose max is `scores_max`, `visible` of them not hidden, into the
+// row: s becomes their exponentials against the running max (unnormalised weights, for the caller
+// to add times the values into `out`).
+void fold(RunningSoftmax& row, float* out, int64_t dv, float* s, int64_t n, float scores_max, int64_t visible) {
+  row.visible += visible;
+  rescale(row, out, dv, nan_max(row.max, scores_max));
+  row.sum += kernels::active_kernels().exp_sum(s, static_cast<size_t>(n), row.max);
+}
+
+// Merges `part` (the same query over other keys) into `total`, output rows included.
+void merge(RunningSoftmax& total, float* total_out, RunningSoftmax& part, float* part_out, int64_t dv) {
+  if (part.visible == 0) return;
+  const float new_max = nan_max(total.max, part.max);
+  rescale(total, total_out, dv, new_max);
+  rescale(part, part_out, dv, new_max);
+  total.sum += part.sum;
+  total.visible += part.visible;
+  for (int64_t e = 0; e < dv; ++e) total_out[e] += part_out[e];
+}
+
+// The query's output row: out / sum, or zeros when it saw no key (zero weights times an infinite
+// value would give NaN).
+void finish(const RunningSoftmax& row, const float* out, int64_t dv, float* destination) {
+  if (row.visible == 0) {
+    std::fill(destination, destination + dv, 0.0f);
+    return;
+  }
+  const float inverse = 1.0f / row.sum;
+  for (int64_t e = 0; e < dv; ++e) destination[e] = out[e] * inverse;
+}
 
 // How query i sees keys [j0, j1): softmax over keys [begin, end) (counted from j0) with `bias`
 // added (the bias of key begin; null: nothing added); the keys outside are hidden. `visible`
@@ -188,16 +248,11 @@ void attend_with_weights(const AttentionBlocks& p, const PackedOperands& operand
 // product tile, whatever n and m are; the output rows are written once, at the end.
 void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, int64_t b, int64_t i0, float* scores,
                       float* bias, float* out, float* product, float* output) {
-  const kernels::KernelSet& k = kernels::active_kernels();
   const Block block = block_of(p, b, output);
   const size_t ldo = p.dv;
   const int64_t rows = std::min(kQueryTile, p.n - i0);
   std::fill(out, out + rows * ldo, 0.0f);
-  float running_max[kQueryTile], running_sum[kQueryTile];
-  int64_t visible_total[kQueryTile];
-  std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
-  std::fill(running_sum, running_sum + rows, 0.0f);
-  std::fill(visible_total, visible_total + rows, 0);
+  RunningSoftmax softmax[kQueryTile];
   // Key tiles that the position rules (causal, window) or the documents hide from every query of
   // the tile are skipped, and a tile at the edge of the rules' reach is scored only from the
   // panel holding its first visible key to the last visible key: time grows with the visible pairs.
@@ -218,30 +273,134 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
       std::fill(s, s + begin, 0.0f);
       std::fill(s + end, s + cols, 0.0f);
       if (begin == end) continue;
-      visible_total[r] += mask.visible;
       const float tile_max = scale_row(p, b, i0 + r, seen.first + begin, s + begin, mask.bias, end - begin);
-      const float old_max = running_max[r];
-      const float new_max = std::isnan(tile_max) ? tile_max : std::max(old_max, tile_max);
-      const float tile_sum = k.exp_sum(s + begin, end - begin, new_max);
-      if (old_max != new_max) {
-        const float rescale = std::exp(old_max - new_max);
-        running_sum[r] *= rescale;
-        k.scale(out + r * ldo, p.dv, rescale);
-      }
-      running_sum[r] += tile_sum;
-      running_max[r] = new_max;
+      fold(softmax[r], out + r * ldo, p.dv, s + begin, end - begin, tile_max, mask.visible);
       if (dropout_active(p)) p.dropout->apply(s, cols, (mask_index(p, b) * p.n + i0 + r) * p.m + seen.first);
     }
     add_weighted_values(p, operands, b, scores, kKeyTile, rows, seen.first, seen.end, out, ldo, product);
   }
-  bool hidden[kQueryTile];
-  for (int64_t r = 0; r < rows; ++r) {
-    hidden[r] = visible_total[r] == 0;
-    if (!hidden[r]) k.scale(out + r * ldo, p.dv, 1.0f / running_sum[r]);
+  for (int64_t r = 0; r < rows; ++r) finish(softmax[r], out + r * ldo, p.dv, block.output + (i0 + r) * block.ldo);
+}
+
+bool reads_in_place(const AttentionBlocks& p, const float* weights, const PackedOperands* packed) {
+  const auto widens_in_registers = [](const RowOperand& o) { return o.f32 || o.finite; };
+  return !weights && !packed && !p.score && !p.score_term && !dropout_active(p) && p.key.present() &&
+         p.value.present() && widens_in_registers(p.key) && widens_in_registers(p.value) && p.n > 0 &&
+         p.n * p.kv_group <= kInPlaceRows;
+}
+
+// scores [rows, cols] (row stride kKeyTile) = queries [rows, d] · keys [j0, j0 + cols) of key/value
+// block kv, read where they lie (one run of rows).
+void score_in_place(const AttentionBlocks& p, int64_t kv, int64_t j0, int64_t rows, int64_t cols, const float* queries,
+                    float* scores) {
+  const kernels::KernelSet& k = kernels::active_kernels();
+  const int64_t at = p.key.layout.row_offset(kv, j0);
+  const size_t ld = static_cast<size_t>(p.key.layout.row_stride);
+  if (p.key.f32)
+    k.gemm_nt(rows, cols, p.d, queries, p.d, p.key.f32 + at, ld, scores, kKeyTile);
+  else
+    k.gemm_nt_f16(rows, cols, p.d, queries, p.d, p.key.f16 + at, ld, scores, kKeyTile);
+}
+
+// out [rows, dv] += weights [rows, cols] (row stride kKeyTile) · values [j0, j0 + cols) of block kv.
+void add_values_in_place(const AttentionBlocks& p, int64_t kv, int64_t j0, int64_t rows, int64_t cols,
+                         const float* weights, float* out) {
+  const kernels::KernelSet& k = kernels::active_kernels();
+  const int64_t at = p.value.layout.row_offset(kv, j0);
+  const size_t ld = static_cast<size_t>(p.value.layout.row_stride);
+  if (p.value.f32)
+    k.gemm_nn_add(rows, p.dv, cols, weights, kKeyTile, p.value.f32 + at, ld, out, p.dv);
+  else
+    k.gemm_nn_add_f16(rows, p.dv, cols, weights, kKeyTile, p.value.f16 + at, ld, out, p.dv);
+}
+
+// The in-place path. Its rows for key/value block kv are the queries of the kv_group blocks that
+// read it, gathered: row r is query r % n of block kv · kv_group + r / n. Work items are (kv, split
+// of the keys the position rules leave the queries): with more threads than blocks the keys are
+// split too, each split folded into partial softmaxes that are merged at the end.
+Status attend_in_place(const AttentionBlocks& p, float* output) {
+  const int64_t rows = p.n * p.kv_group, kv_blocks = p.batch / p.kv_group;
+  const KeyRange reach = p.mask ? p.mask->tile_range(0, p.n - 1, 0, p.m) : KeyRange{0, p.m};
+  const int64_t keys = std::max<int64_t>(0, reach.end - reach.begin);
+  const int threads = thread_count();
+  const int64_t splits =
+      std::max<int64_t>(1, std::min((2 * threads + kv_blocks - 1) / std::max<int64_t>(kv_blocks, 1), keys / kMinKeysPerSplit));
+  const int64_t split_keys = (keys + splits - 1) / splits, items = kv_blocks * splits;
+  const int64_t per_thread = rows * p.d + rows * kKeyTile + kKeyTile;
+  Buffer<RunningSoftmax> partials;
+  FloatBuffer partial_outputs, scratch;
+  Status s = first_failure({partials.allocate(items * rows, "partial softmaxes"),
+                            partial_outputs.allocate(items * rows * p.dv, "partial outputs"),
+                            scratch.allocate(per_thread * threads, "attention scratch")});
+  if (!s.ok()) return s;
+  parallel_for(items, [&](int64_t item, int worker) {
+    const int64_t kv = item / splits;
+    const int64_t begin = reach.begin + item % splits * split_keys, end = std::min(begin + split_keys, reach.end);
+    RunningSoftmax* softmax = partials.data() + item * rows;
+    float* out = partial_outputs.data() + item * rows * p.dv;
+    std::fill(softmax, softmax + rows, RunningSoftmax{});
+    std::fill(out, out + rows * p.dv, 0.0f);
+    float* queries = scratch.data() + worker * per_thread;
+    float* scores = queries + rows * p.d;
+    float* bias = scores + rows * kKeyTile;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* q = p.query + p.query_layout.offset(kv * p.kv_group + r / p.n) + r % p.n * p.query_layout.row_stride;
+      std::copy(q, q + p.d, queries + r * p.d);
+    }
+    for (int64_t j0 = begin; j0 < end;) {
+      // A chunk never crosses the ring's end, so its keys and values each lie in one run.
+      const int64_t cols = std::min({kKeyTile, p.key.layout.run(j0, end), p.value.layout.run(j0, end)});
+      score_in_place(p, kv, j0, rows, cols, queries, scores);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t b = kv * p.kv_group + r / p.n, i = r % p.n;
+        float* row = scores + r * kKeyTile;
+        TileMask tile_mask(p, mask_index(p, b), i, j0, j0 + cols, bias);
+        const RowMask mask = tile_mask.row(i);
+        const int64_t first = mask.visible == 0 ? 0 : mask.begin, last = mask.visible == 0 ? 0 : mask.end;
+        std::fill(row, row + first, 0.0f);
+        std::fill(row + last, row + cols, 0.0f);
+        if (first == last) continue;
+        const float row_max = scale_row(p, b, i, j0 + first, row + first, mask.bias, last - first);
+        fold(softmax[r], out + r * p.dv, p.dv, row + first, last - first, row_max, mask.visible);
+      }
+      add_values_in_place(p, kv, j0, rows, cols, scores, out);
+      j0 += cols;
+    }
+  }, 2.0 * rows * (p.d + p.dv) * split_keys);
+
+  // Every row's splits merged into the first, then normalised into the output.
+  for (int64_t kv = 0; kv < kv_blocks; ++kv)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t first = kv * splits * rows + r;
+      RunningSoftmax& total = partials.data()[first];
+      float* total_out = partial_outputs.data() + first * p.dv;
+      for (int64_t split = 1; split < splits; ++split) {
+        const int64_t part = first + split * rows;
+        merge(total, total_out, partials.data()[part], partial_outputs.data() + part * p.dv, p.dv);
+      }
+      const int64_t b = kv * p.kv_group + r / p.n, i = r % p.n;
+      finish(total, total_out, p.dv, output + p.output_layout.offset(b) + i * p.output_layout.row_stride);
+    }
+  return Status::success();
+}
+
+// Rows [j0, j0 + count) of block b of an operand as floats one *stride apart: in place when they
+// are floats in one run, otherwise widened (exactly) into scratch [count, width].
+const float* rows_as_floats(const RowOperand& o, int64_t b, int64_t j0, int64_t count, int64_t width, float* scratch,
+                            int64_t* stride) {
+  if (o.f32 && o.layout.run(j0, j0 + count) == count) {
+    *stride = o.layout.row_stride;
+    return o.f32 + o.layout.row_offset(b, j0);
   }
-  zero_hidden_rows(p, hidden, rows, out, ldo);
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy(out + r * ldo, out + (r + 1) * ldo, block.output + (i0 + r) * block.ldo);
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t at = o.layout.row_offset(b, j0 + r);
+    if (o.f32)
+      std::copy_n(o.f32 + at, width, scratch + r * width);
+    else
+      std::transform(o.f16 + at, o.f16 + at + width, scratch + r * width, from_half);
+  }
+  *stride = width;
+  return scratch;
 }
 
 }  // namespace
@@ -265,22 +424,36 @@ void PackedOperands::pack_value_tile(const AttentionBlocks& p, int64_t b, int64_
   kernels::pack_rows(std::min(kKeyTile, p.m - j0), p.dv, values, stride, storage_.data() + value_offset(b, j0));
 }
 
-void PackedOperands::pack(const AttentionBlocks& p) {
+Status PackedOperands::pack(const AttentionBlocks& p) {
+  const auto widened = [](const RowOperand& o) { return o.f16 || o.layout.ring_capacity; };
+  const int64_t width = std::max(p.d, p.dv);
+  FloatBuffer scratch;
+  if (widened(p.key) || widened(p.value)) {
+    Status s = scratch.allocate(kKeyTile * width * thread_count(), "keys and values as floats");
+    if (!s.ok()) return s;
+  }
   const int64_t tiles = (p.m + kKeyTile - 1) / kKeyTile;
-  parallel_for(p.batch / p.kv_group * tiles, [&](int64_t item, int) {
-    const int64_t b = item / tiles, j0 = item % tiles * kKeyTile;
-    const BlockLayout &keys = p.key_layout, &values = p.value_layout;
-    if (!p.score) pack_key_tile(p, b, j0, p.key + keys.offset(b) + j0 * keys.row_stride, keys.row_stride);
-    pack_value_tile(p, b, j0, p.value + values.offset(b) + j0 * values.row_stride, values.row_stride);
+  parallel_for(p.batch / p.kv_group * tiles, [&](int64_t item, int worker) {
+    const int64_t b = item / tiles, j0 = item % tiles * kKeyTile, count = std::min(kKeyTile, p.m - j0);
+    float* rows = scratch.data() + worker * kKeyTile * width;
+    int64_t stride = 0;
+    if (!p.score) {
+      const float* keys = rows_as_floats(p.key, b, j0, count, p.d, rows, &stride);
+      pack_key_tile(p, b, j0, keys, stride);
+    }
+    const float* values = rows_as_floats(p.value, b, j0, count, p.dv, rows, &stride);
+    pack_value_tile(p, b, j0, values, stride);
   }, static_cast<double>(kKeyTile) * (p.d + p.dv));
+  return Status::success();
 }
 
 Status attend(const AttentionBlocks& p, float* output, float* weights, const PackedOperands* packed) {
+  if (reads_in_place(p, weights, packed)) return attend_in_place(p, output);
   PackedOperands own;
   if (!packed) {
     Status s = own.allocate(p);
+    if (s.ok()) s = own.pack(p);
     if (!s.ok()) return s;
-    own.pack(p);
   }
   const PackedOperands& operands = packed ? *packed : own;
   // Work items are (block, query tile) pairs, each block's last tile first: under the causal mask

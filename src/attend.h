@@ -2,10 +2,12 @@
 // independent blocks, either materialising the weights or streaming over key tiles.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 
+#include "attention.h"
 #include "buffer.h"
 #include "dropout.h"
 #include "mask.h"
@@ -15,16 +17,39 @@ namespace attn {
 
 // Where each block's rows sit in a buffer. Block b is split into (group, head) = (b / heads,
 // b % heads), so that heads interleaved in a [L, N, E] projection are read in place: row r of block
-// b starts at group * group_stride + head * head_stride + r * row_stride. Rows are contiguous.
+// b starts at group * group_stride + head * head_stride + slot(r) * row_stride. Rows are contiguous.
+// A ring buffer (a KV cache's window) keeps row r in slot (ring_start + r) % ring_capacity, so its
+// rows are two runs; otherwise slot(r) = r.
 struct BlockLayout {
   int64_t heads = 1;
   int64_t group_stride = 0;
   int64_t head_stride = 0;
   int64_t row_stride = 0;
+  int64_t ring_capacity = 0;  // 0: no ring
+  int64_t ring_start = 0;
 
   // Blocks of [rows, cols] stored one after the other.
   static BlockLayout contiguous(int64_t rows, int64_t cols) { return {1, rows * cols, 0, cols}; }
   int64_t offset(int64_t block) const { return (block / heads) * group_stride + (block % heads) * head_stride; }
+  int64_t slot(int64_t r) const { return ring_capacity ? (ring_start + r) % ring_capacity : r; }
+  int64_t row_offset(int64_t block, int64_t r) const { return offset(block) + slot(r) * row_stride; }
+  // How many of rows [r, end) follow row r in memory, one row_stride apart (all of them but
+  // where the ring wraps).
+  int64_t run(int64_t r, int64_t end) const {
+    return ring_capacity ? std::min(end - r, ring_capacity - slot(r)) : end - r;
+  }
+};
+
+// Keys or values where they lie: floats, or binary16 bits (f16) when `f32` is null, placed by
+// `layout`. The in-place kernels widen binary16 in registers, which reads Inf and NaN as wrong
+// finite numbers: rows that may hold them (`finite` false) are widened exactly instead.
+struct RowOperand {
+  const float* f32 = nullptr;
+  const uint16_t* f16 = nullptr;
+  BlockLayout layout;
+  bool finite = true;
+
+  bool present() const { return f32 || f16; }
 };
 
 // Unscaled scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) of block b, written to
@@ -36,9 +61,8 @@ using ScoreFunction =
 struct AttentionBlocks {
   int64_t batch = 0, n = 0, m = 0, d = 0, dv = 0;
   const float* query = nullptr;
-  const float* key = nullptr;
-  const float* value = nullptr;
-  BlockLayout query_layout, key_layout, value_layout, output_layout;
+  RowOperand key, value;
+  BlockLayout query_layout, output_layout;
   float scale = 1.0f;
   // Terms of the scaled scores, in this order: a soft cap c > 0 turns s into c·tanh(s / c) (0: none);
   // ALiBi adds slope_h · (j − p_i), h = b % alibi_heads (null: none).
@@ -76,8 +100,8 @@ class PackedOperands {
 
   // Room for the blocks of `p` (its batch, n, m, d, dv and score).
   Status allocate(const AttentionBlocks& p);
-  // Every block, from p.key and p.value as their layouts place them.
-  void pack(const AttentionBlocks& p);
+  // Every block, from p.key and p.value where they lie (binary16 and ring rows widened first).
+  Status pack(const AttentionBlocks& p);
   // Keys [j0, j0 + min(kKeyTile, m - j0)) of block b, j0 a multiple of kKeyTile, key j (d floats)
   // at keys + (j - j0) * stride. Nothing to do when p.score replaces Q·Kᵀ.
   void pack_key_tile(const AttentionBlocks& p, int64_t b, int64_t j0, const float* keys, int64_t stride);
@@ -96,11 +120,39 @@ class PackedOperands {
 };
 
 // Writes the output blocks and, when `weights` is non-null, weights [B, n, m] (contiguous; averaged
-// as blocks.average_over says). Without weights it takes the streaming (online-softmax) path,
-// whose scratch does not depend on n or m. A query that can see no key gets zero weights and a
-// zero output. The output may be the query buffer itself (with the same layout): each query tile
-// is read in full before its output rows are written. Keys and values come from `packed` when
-// given (blocks.key and blocks.value are then not read), or are packed here.
+// as blocks.average_over says). A query that can see no key gets zero weights and a zero output.
+// The output may be the query buffer itself (with the same layout): each query's row is read in
+// full before its output row is written. Three paths, one online softmax:
+// - weights asked: each query tile's scores go through the weight rows, materialised;
+// - few query rows per key/value block (a decode step: the kv_group heads of one key/value head, n
+//   small), Q·Kᵀ only, no dropout: keys and values are read where they lie (f32 or binary16, a
+//   ring's two runs), chunk by chunk, and long key ranges are split across threads, their partial
+//   softmaxes merged at the end (split-K);
+// - otherwise streaming over packed key tiles, with scratch that does not depend on n or m.
+// Keys and values come from `packed` when given (blocks.key and blocks.value are then not read),
+// or are packed here when the path needs them packed.
 Status attend(const AttentionBlocks& blocks, float* output, float* weights, const PackedOperands* packed = nullptr);
+
+// A scaled_dot_product_attention call as the engine's blocks: the queries, the mask, the score
+// terms and the dropout, everything but the key and value operands, which the caller places
+// (contiguous tensors for SDPA, its storage for a KV cache). The blocks point into the plan, which
+// is neither copied nor moved.
+class SdpaPlan {
+ public:
+  SdpaPlan() = default;
+  SdpaPlan(const SdpaPlan&) = delete;
+  SdpaPlan& operator=(const SdpaPlan&) = delete;
+
+  // For query [..., n, d] against keys and values of shapes [..., m, d] and [..., m, dv], with
+  // options that check_scaled_dot_product_attention accepted.
+  Status prepare(const TensorView& query, const Shape& key, const Shape& value, const SdpaOptions& options);
+
+  AttentionBlocks blocks;
+
+ private:
+  ScoreMask mask_;
+  Dropout dropout_{0.0f, 0};
+  FloatBuffer slopes_;
+};
 
 }  // namespace attn

@@ -2,48 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 
+#include "attend.h"
 #include "attention.h"
-#include "kernels/kernels.h"
 #include "mask.h"
 #include "module.h"
-#include "parallel.h"
 
 namespace attn {
 namespace {
-
-// Keys per chunk of a decode step: a chunk's scores for a group of query heads stay in L1.
-constexpr int64_t kDecodeChunk = 128;
-// Key ranges split across threads are at least this long, so that the merge stays negligible.
-constexpr int64_t kMinKeysPerSplit = 512;
 
 std::string dims(std::initializer_list<std::string> parts) {
   std::string s = "[";
   for (const std::string& part : parts) s += (s.size() > 1 ? ", " : "") + part;
   return s + "]";
-}
-
-// A query row's online softmax: the running max, the sum of exponentials against it, the keys
-// seen; its unnormalised output row lives beside it.
-struct RunningSoftmax {
-  float max = -std::numeric_limits<float>::infinity();
-  float sum = 0.0f;
-  int64_t visible = 0;
-};
-
-// max(a, b), NaN when b is (a NaN a keeps through std::max).
-float nan_max(float a, float b) { return std::isnan(b) ? b : std::max(a, b); }
-
-// Moves a running softmax and its output row to a larger max.
-void rescale(RunningSoftmax& row, float* output, int64_t dv, float new_max) {
-  if (row.max != new_max) {
-    const float factor = std::exp(row.max - new_max);
-    row.sum *= factor;
-    kernels::active_kernels().scale(output, static_cast<size_t>(dv), factor);
-  }
-  row.max = new_max;
 }
 
 }  // namespace
@@ -231,21 +203,27 @@ Status KVCache::attend(const TensorView& query, const CacheAttendOptions& option
   Status s = first_failure({check_attend(query.shape, options, &output_shape, &weights_shape),
                             check_data(query, "query"), check_data(options.attn_mask, "attnMask")});
   if (!s.ok()) return s;
-  if (query.shape[2] == 1 && !weights && !non_finite_) return attend_decode(query, options, output);
-
-  // Prefill (and weights, and Inf/NaN in f16): the held keys and values in order, as floats,
-  // through scaled_dot_product_attention with the queries aligned lower-right.
+  // The engine reads the held keys and values where they lie: the SDPA call over them that this
+  // attend equals, with the storage as its operands.
   const KVCacheConfig& c = config_;
-  FloatBuffer keys, values;
-  const int64_t blocks = c.batch * c.heads;
-  s = first_failure({keys.allocate(blocks * length_ * c.head_dim, "KV cache keys as float"),
-                     values.allocate(blocks * length_ * c.value_dim, "KV cache values as float")});
+  SdpaPlan plan;
+  s = plan.prepare(query, {c.batch, c.heads, length_, c.head_dim}, {c.batch, c.heads, length_, c.value_dim},
+                   as_sdpa(options));
   if (!s.ok()) return s;
-  copy_out(keys_, 0, length_, keys.data());
-  copy_out(values_, 0, length_, values.data());
-  return scaled_dot_product_attention(query, {keys.data(), {c.batch, c.heads, length_, c.head_dim}},
-                                      {values.data(), {c.batch, c.heads, length_, c.value_dim}}, as_sdpa(options),
-                                      output, weights);
+  plan.blocks.key = operand(keys_);
+  plan.blocks.value = operand(values_);
+  return attn::attend(plan.blocks, output, weights);
+}
+
+RowOperand KVCache::operand(const Rows& rows) const {
+  RowOperand o;
+  if (config_.dtype == CacheDtype::f16)
+    o.f16 = rows.f16.data();
+  else
+    o.f32 = rows.f32.data();
+  o.layout = {1, capacity_ * rows.width, 0, rows.width, capacity_, start_};
+  o.finite = !non_finite_;
+  return o;
 }
 
 SdpaOptions KVCache::as_sdpa(const CacheAttendOptions& options) const {
@@ -261,116 +239,6 @@ SdpaOptions KVCache::as_sdpa(const CacheAttendOptions& options) const {
   sdpa.alibi_slopes = options.alibi_slopes;
   sdpa.alibi_slope_count = options.alibi_slope_count;
   return sdpa;
-}
-
-// One query per head (n = 1): each group of query heads that share a key/value head reads that
-// head's held keys and values once, chunk by chunk where they lie (the ring's two runs), widening
-// f16 in registers, with an online softmax. Work items are (block, key range) pairs: with more
-// threads than blocks the keys are split too, and the partial softmaxes merged at the end.
-Status KVCache::attend_decode(const TensorView& query, const CacheAttendOptions& options, float* output) const {
-  const kernels::KernelSet& k = kernels::active_kernels();
-  const KVCacheConfig& c = config_;
-  const int64_t query_heads = query.shape[1], group = query_heads / c.heads, blocks = c.batch * c.heads;
-  const int64_t d = c.head_dim, dv = c.value_dim;
-  const std::optional<int64_t> window = options.window ? options.window : c.window;
-  // The query is the latest position: causal hides nothing held; a window hides the older keys.
-  const int64_t position = length_ - 1;
-  const int64_t first_key = window ? std::max<int64_t>(0, length_ - *window) : 0;
-  const int64_t keys = length_ - first_key;
-  const int threads = thread_count();
-  const int64_t splits = std::max<int64_t>(
-      1, std::min((2 * threads + blocks - 1) / blocks, keys / kMinKeysPerSplit));
-  const int64_t items = blocks * splits, split_keys = (keys + splits - 1) / splits;
-
-  ScoreMask mask;
-  if (options.attn_mask.present()) mask.add(BroadcastMask(options.attn_mask, {c.batch, query_heads, 1, length_}));
-  FloatBuffer slopes, partial_outputs, scratch;
-  Buffer<RunningSoftmax> partials;
-  const int64_t per_thread = (group + 1) * kDecodeChunk;
-  Status s = first_failure({slopes.allocate(options.alibi ? query_heads : 0, "ALiBi slopes"),
-                            partial_outputs.allocate(items * group * dv, "decode partial outputs"),
-                            partials.allocate(items * group, "decode partial softmaxes"),
-                            scratch.allocate(per_thread * threads, "decode scratch")});
-  if (!s.ok()) return s;
-  if (options.alibi) {
-    if (options.alibi_slopes)
-      std::copy_n(options.alibi_slopes, query_heads, slopes.data());
-    else
-      alibi_slopes(query_heads, slopes.data());
-  }
-  const float scale = options.scale ? *options.scale : 1.0f / std::sqrt(static_cast<float>(d));
-  const float softcap = options.softcap ? *options.softcap : 0.0f;
-
-  parallel_for(items, [&](int64_t item, int worker) {
-    const int64_t block = item / splits, batch = block / c.heads, head = block % c.heads;
-    const int64_t begin = first_key + item % splits * split_keys, end = std::min(begin + split_keys, length_);
-    const int64_t first_query = batch * query_heads + head * group;  // the group's first query head
-    const float* q = query.data + first_query * d;
-    RunningSoftmax* rows = partials.data() + item * group;
-    float* out = partial_outputs.data() + item * group * dv;
-    std::fill(rows, rows + group, RunningSoftmax{});
-    std::fill(out, out + group * dv, 0.0f);
-    float* scores = scratch.data() + worker * per_thread;
-    float* bias = scores + group * kDecodeChunk;
-    for (int64_t j0 = begin; j0 < end;) {
-      // A chunk never crosses the ring's end, so its keys and values are contiguous.
-      const int64_t cols = std::min({kDecodeChunk, end - j0, capacity_ - slot(j0)});
-      const int64_t key_at = row_offset(keys_, block, j0), value_at = row_offset(values_, block, j0);
-      if (c.dtype == CacheDtype::f16)
-        k.gemm_nt_f16(group, cols, d, q, d, keys_.f16.data() + key_at, d, scores, kDecodeChunk);
-      else
-        k.gemm_nt(group, cols, d, q, d, keys_.f32.data() + key_at, d, scores, kDecodeChunk);
-      for (int64_t r = 0; r < group; ++r) {
-        float* s_row = scores + r * kDecodeChunk;
-        const int64_t h = head * group + r;
-        const int64_t visible = mask.has_tensors() ? mask.fill_bias(batch * query_heads + h, 0, j0, j0 + cols, bias) : cols;
-        if (visible == 0) {
-          std::fill(s_row, s_row + cols, 0.0f);
-          continue;
-        }
-        RunningSoftmax& row = rows[r];
-        row.visible += visible;
-        const float chunk_max = kernels::scale_terms_max(
-            k, s_row, mask.has_tensors() ? bias : nullptr, cols,
-            {scale, softcap, options.alibi ? slopes.data()[h] : 0.0f, static_cast<float>(j0 - position)});
-        rescale(row, out + r * dv, dv, nan_max(row.max, chunk_max));
-        row.sum += k.exp_sum(s_row, cols, row.max);
-      }
-      if (c.dtype == CacheDtype::f16)
-        k.gemm_nn_add_f16(group, dv, cols, scores, kDecodeChunk, values_.f16.data() + value_at, dv, out, dv);
-      else
-        k.gemm_nn_add(group, dv, cols, scores, kDecodeChunk, values_.f32.data() + value_at, dv, out, dv);
-      j0 += cols;
-    }
-  }, 2.0 * group * (d + dv) * split_keys);
-
-  // Each query row: its splits merged into the first, normalised; zeros where no key was visible.
-  for (int64_t block = 0; block < blocks; ++block)
-    for (int64_t r = 0; r < group; ++r) {
-      const int64_t first = block * splits;
-      RunningSoftmax& total = partials.data()[first * group + r];
-      float* sum_out = partial_outputs.data() + (first * group + r) * dv;
-      for (int64_t split = 1; split < splits; ++split) {
-        RunningSoftmax& part = partials.data()[(first + split) * group + r];
-        if (part.visible == 0) continue;
-        float* part_out = partial_outputs.data() + ((first + split) * group + r) * dv;
-        const float new_max = nan_max(total.max, part.max);
-        rescale(total, sum_out, dv, new_max);
-        rescale(part, part_out, dv, new_max);
-        total.sum += part.sum;
-        total.visible += part.visible;
-        for (int64_t e = 0; e < dv; ++e) sum_out[e] += part_out[e];
-      }
-      const int64_t batch = block / c.heads, h = block % c.heads * group + r;
-      float* o = output + (batch * query_heads + h) * dv;
-      if (total.visible == 0) {
-        std::fill(o, o + dv, 0.0f);
-        continue;
-      }
-      const float inverse = 1.0f / total.sum;
-      for (int64_t e = 0; e < dv; ++e) o[e] = sum_out[e] * inverse;
-    }
-  return Status::success();
 }
 
 }  // namespace attn

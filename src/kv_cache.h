@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "attend.h"
 #include "attention.h"
 #include "buffer.h"
 #include "half.h"
@@ -89,15 +90,16 @@ class KVCache {
   void write(Rows& rows, const float* source, int64_t t);
   // Held positions [first, first + count) of every block, widened, as [blocks, count, width].
   void copy_out(const Rows& rows, int64_t first, int64_t count, float* out) const;
-  Status attend_decode(const TensorView& query, const CacheAttendOptions& options, float* output) const;
+  // The rows as the attention engine's operand, read in place.
+  RowOperand operand(const Rows& rows) const;
 
   KVCacheConfig config_;
   Rows keys_, values_;
   int64_t capacity_ = 0;  // positions each block has room for
   int64_t start_ = 0;     // the slot of the oldest held position
   int64_t length_ = 0, position_ = 0;
-  // Set once an Inf or NaN is stored as f16 (until reset()): the register widening of the decode
-  // kernels is for finite values, so such caches attend through exact widening.
+  // Set once an Inf or NaN is stored as f16 (until reset()): the engine's register widening is for
+  // finite values, so such caches attend through exact widening.
   bool non_finite_ = false;
 };
 

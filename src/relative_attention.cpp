@@ -157,9 +157,9 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
   blocks.m = m;
   blocks.d = blocks.dv = dk;
   blocks.query = q_biased.data();
-  blocks.key = k.data();
-  blocks.value = v.data();
-  blocks.query_layout = blocks.key_layout = blocks.value_layout = blocks.output_layout = layout;
+  blocks.key = {k.data(), nullptr, layout};
+  blocks.value = {v.data(), nullptr, layout};
+  blocks.query_layout = blocks.output_layout = layout;
   blocks.scale = 1.0f / std::sqrt(static_cast<float>(dk));
   blocks.mask = &score_mask;
   blocks.dropout = &dropout;

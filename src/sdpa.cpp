@@ -117,6 +117,51 @@ Status check_scaled_dot_product_attention(const Shape& query, const Shape& key, 
   return check_documents(options, scores);
 }
 
+Status SdpaPlan::prepare(const TensorView& query, const Shape& key, const Shape& value, const SdpaOptions& options) {
+  const Shape scores = score_shape(query.shape, key);
+  blocks = AttentionBlocks{};
+  blocks.batch = query.shape.leading_numel(2);
+  blocks.n = query.shape.at_end(2);
+  blocks.d = query.shape.at_end(1);
+  blocks.m = key.at_end(2);
+  blocks.dv = value.at_end(1);
+
+  mask_ = ScoreMask{};
+  if (options.attn_mask.present()) mask_.add(BroadcastMask(options.attn_mask, scores));
+  mask_.set_causal(options.causal != Causal::none);
+  if (options.causal == Causal::lower_right || options.queries_last) mask_.set_position_offset(blocks.m - blocks.n);
+  if (options.window) mask_.set_window(*options.window);
+  if (options.query_document_ids.present())
+    mask_.set_documents(DocumentMask(options.query_document_ids, options.key_document_ids, scores));
+  dropout_ = Dropout(options.dropout_p, options.seed);
+
+  if (options.alibi) {
+    blocks.alibi_heads = query.shape.at_end(3);
+    if (options.alibi_slopes) {
+      blocks.alibi_slopes = options.alibi_slopes;
+    } else {
+      Status s = slopes_.allocate(blocks.alibi_heads, "ALiBi slopes");
+      if (!s.ok()) return s;
+      alibi_slopes(blocks.alibi_heads, slopes_.data());
+      blocks.alibi_slopes = slopes_.data();
+    }
+  }
+  if (options.softcap) blocks.softcap = *options.softcap;
+  // No query heads (found by the fuzzer) leave nothing to group: a group of 0 would divide by 0.
+  if (options.enable_gqa && query.shape.at_end(3) > 0) blocks.kv_group = query.shape.at_end(3) / key.at_end(3);
+
+  blocks.query = query.data;
+  blocks.query_layout = BlockLayout::contiguous(blocks.n, blocks.d);
+  blocks.output_layout = BlockLayout::contiguous(blocks.n, blocks.dv);
+  // With d = 0 every score is 0 and 1/sqrt(0) would turn them into 0 * inf = NaN: any finite scale
+  // gives the uniform softmax, so take 1 (found by the fuzzer).
+  const float default_scale = blocks.d > 0 ? 1.0f / std::sqrt(static_cast<float>(blocks.d)) : 1.0f;
+  blocks.scale = options.scale ? *options.scale : default_scale;
+  blocks.mask = &mask_;
+  blocks.dropout = &dropout_;
+  return Status::success();
+}
+
 Status scaled_dot_product_attention(const TensorView& query, const TensorView& key, const TensorView& value,
                                     const SdpaOptions& options, float* output, float* weights) {
   Status s = first_failure({check_scaled_dot_product_attention(query.shape, key.shape, value.shape, options),
@@ -125,53 +170,12 @@ Status scaled_dot_product_attention(const TensorView& query, const TensorView& k
                             check_data(options.query_document_ids, "queryDocumentIds"),
                             check_data(options.key_document_ids, "keyDocumentIds")});
   if (!s.ok()) return s;
-  const Shape scores = score_shape(query.shape, key.shape);
-
-  AttentionBlocks blocks;
-  blocks.batch = query.shape.leading_numel(2);
-  blocks.n = query.shape.at_end(2);
-  blocks.d = query.shape.at_end(1);
-  blocks.m = key.shape.at_end(2);
-  blocks.dv = value.shape.at_end(1);
-
-  ScoreMask mask;
-  if (options.attn_mask.present()) mask.add(BroadcastMask(options.attn_mask, scores));
-  mask.set_causal(options.causal != Causal::none);
-  if (options.causal == Causal::lower_right || options.queries_last) mask.set_position_offset(blocks.m - blocks.n);
-  if (options.window) mask.set_window(*options.window);
-  if (options.query_document_ids.present())
-    mask.set_documents(DocumentMask(options.query_document_ids, options.key_document_ids, scores));
-  const Dropout dropout(options.dropout_p, options.seed);
-
-  FloatBuffer slopes;
-  if (options.alibi) {
-    blocks.alibi_heads = query.shape.at_end(3);
-    if (options.alibi_slopes) {
-      blocks.alibi_slopes = options.alibi_slopes;
-    } else {
-      s = slopes.allocate(blocks.alibi_heads, "ALiBi slopes");
-      if (!s.ok()) return s;
-      alibi_slopes(blocks.alibi_heads, slopes.data());
-      blocks.alibi_slopes = slopes.data();
-    }
-  }
-  if (options.softcap) blocks.softcap = *options.softcap;
-  // No query heads (found by the fuzzer) leave nothing to group: a group of 0 would divide by 0.
-  if (options.enable_gqa && query.shape.at_end(3) > 0) blocks.kv_group = query.shape.at_end(3) / key.shape.at_end(3);
-
-  blocks.query = query.data;
-  blocks.key = key.data;
-  blocks.value = value.data;
-  blocks.query_layout = BlockLayout::contiguous(blocks.n, blocks.d);
-  blocks.key_layout = BlockLayout::contiguous(blocks.m, blocks.d);
-  blocks.value_layout = BlockLayout::contiguous(blocks.m, blocks.dv);
-  blocks.output_layout = BlockLayout::contiguous(blocks.n, blocks.dv);
-  // With d = 0 every score is 0 and 1/sqrt(0) would turn them into 0 * inf = NaN: any finite scale
-  // gives the uniform softmax, so take 1 (found by the fuzzer).
-  const float default_scale = blocks.d > 0 ? 1.0f / std::sqrt(static_cast<float>(blocks.d)) : 1.0f;
-  blocks.scale = options.scale ? *options.scale : default_scale;
-  blocks.mask = &mask;
-  blocks.dropout = &dropout;
+  SdpaPlan plan;
+  s = plan.prepare(query, key.shape, value.shape, options);
+  if (!s.ok()) return s;
+  AttentionBlocks& blocks = plan.blocks;
+  blocks.key = {key.data, nullptr, BlockLayout::contiguous(blocks.m, blocks.d)};
+  blocks.value = {value.data, nullptr, BlockLayout::contiguous(blocks.m, blocks.dv)};
   return attend(blocks, output, weights);
 }
 

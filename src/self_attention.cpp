@@ -68,10 +68,10 @@ Status SelfAttention::forward(const TensorView& x, const MaskView& mask, uint64_
   blocks.d = ks;
   blocks.dv = vs;
   blocks.query = q.data();
-  blocks.key = k.data();
-  blocks.value = v.data();
-  blocks.query_layout = blocks.key_layout = BlockLayout::contiguous(L, ks);
-  blocks.value_layout = blocks.output_layout = BlockLayout::contiguous(L, vs);
+  blocks.key = {k.data(), nullptr, BlockLayout::contiguous(L, ks)};
+  blocks.value = {v.data(), nullptr, BlockLayout::contiguous(L, vs)};
+  blocks.query_layout = blocks.key.layout;
+  blocks.output_layout = blocks.value.layout;
   blocks.scale = 1.0f / std::sqrt(static_cast<float>(ks));
   blocks.mask = &score_mask;
   blocks.dropout = &dropout;

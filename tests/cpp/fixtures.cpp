@@ -4,6 +4,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <stdexcept>
 
 namespace fixtures {
@@ -206,6 +207,14 @@ double max_relative_error(const std::vector<float>& got, const std::vector<float
     worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])) / (1.0 + std::fabs(double(want[i]))));
   }
   return worst;
+}
+
+std::vector<float> normal_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
 }
 
 }  // namespace fixtures

@@ -84,4 +84,7 @@ std::vector<ModuleCase> load_module_cases(const std::string& file);
 // max |got - want| / (1 + |want|), the contract's error measure; NaN matches NaN only.
 double max_relative_error(const std::vector<float>& got, const std::vector<float>& want);
 
+// n draws of a standard normal, from a seeded generator: the same on every build.
+std::vector<float> normal_floats(int64_t n, uint32_t seed);
+
 }  // namespace fixtures

@@ -1,4 +1,5 @@
-// The KV cache: its decode path (n = 1, no weights) against scaled_dot_product_attention over the
+// The KV cache: its attends (the engine reading the held rows in place for a few queries, packed
+// from them for more) against scaled_dot_product_attention's one-pass path over copies of the
 // same held keys (itself checked against PyTorch fixtures), the ring buffer's bookkeeping, f16
 // storage, threads splitting the keys, and refused calls changing nothing. The PyTorch fixtures of
 // kv_cache.json and gqa.json are checked in fixture_decoding_test.cpp.
@@ -6,10 +7,10 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "attention.h"
+#include "fixtures.h"
 #include "kv_cache.h"
 #include "parallel.h"
 
@@ -20,14 +21,6 @@ using attn::KVCache;
 using attn::KVCacheConfig;
 using attn::Shape;
 
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 std::unique_ptr<KVCache> make_cache(KVCacheConfig config) {
   std::unique_ptr<KVCache> cache;
   REQUIRE(KVCache::create(config, &cache).ok());
@@ -37,14 +30,15 @@ std::unique_ptr<KVCache> make_cache(KVCacheConfig config) {
 // Appends t random positions; returns nothing, the cache holds them.
 void append_random(KVCache& cache, int64_t t, uint32_t seed) {
   const KVCacheConfig& c = cache.config();
-  const std::vector<float> key = random_floats(c.batch * c.heads * t * c.head_dim, seed);
-  const std::vector<float> value = random_floats(c.batch * c.heads * t * c.value_dim, seed + 1);
+  const std::vector<float> key = fixtures::normal_floats(c.batch * c.heads * t * c.head_dim, seed);
+  const std::vector<float> value = fixtures::normal_floats(c.batch * c.heads * t * c.value_dim, seed + 1);
   REQUIRE(cache.append({key.data(), {c.batch, c.heads, t, c.head_dim}},
                        {value.data(), {c.batch, c.heads, t, c.value_dim}}).ok());
 }
 
-// The cache's attend against SDPA over its own held keys and values (lower-right causal, grouped
-// heads, the cache's window): both paths must agree to float rounding.
+// The cache's attend against SDPA over copies of its held keys and values (lower-right causal,
+// grouped heads, the cache's window) through the materialising path, which takes every key in one
+// pass: they must agree to float rounding.
 void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, const attn::CacheAttendOptions& options,
                           bool weights) {
   const KVCacheConfig& c = cache.config();
@@ -56,55 +50,58 @@ void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, c
   cache.copy_values(values.data());
   const attn::SdpaOptions sdpa = cache.as_sdpa(options);
   std::vector<float> want(output_shape.numel()), got(output_shape.numel(), 99.0f);
-  std::vector<float> got_weights(weights ? weights_shape.numel() : 0), want_weights(got_weights.size());
+  std::vector<float> got_weights(weights ? weights_shape.numel() : 0), want_weights(weights_shape.numel());
   REQUIRE(attn::scaled_dot_product_attention(query, {keys.data(), {c.batch, c.heads, cache.length(), c.head_dim}},
                                              {values.data(), {c.batch, c.heads, cache.length(), c.value_dim}}, sdpa,
-                                             want.data(), weights ? want_weights.data() : nullptr)
+                                             want.data(), want_weights.data())
               .ok());
   REQUIRE(cache.attend(query, options, got.data(), weights ? got_weights.data() : nullptr).ok());
   for (size_t i = 0; i < want.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(2e-6));
-  for (size_t i = 0; i < want_weights.size(); ++i) REQUIRE(got_weights[i] == Approx(want_weights[i]).margin(1e-7));
+  for (size_t i = 0; i < got_weights.size(); ++i) REQUIRE(got_weights[i] == Approx(want_weights[i]).margin(1e-7));
 }
 
 }  // namespace
 
-TEST_CASE("a decode step over the cache equals SDPA over the keys it holds", "[kv_cache]") {
+TEST_CASE("attends over the cache equal SDPA over the keys it holds, with every option", "[kv_cache]") {
   const int thread_counts[] = {1, 3};
+  // 1 and 2 queries read the rows in place (3 query heads a key/value head: 3 and 6 rows), 6 are
+  // packed from them (18 rows).
   for (const int threads : thread_counts)
     for (const CacheDtype dtype : {CacheDtype::f32, CacheDtype::f16})
-      for (const int64_t head_dim : {5, 64}) {
-        INFO("threads " << threads << ", f16 " << (dtype == CacheDtype::f16) << ", head_dim " << head_dim);
-        attn::set_thread_count(threads);
-        KVCacheConfig config;
-        config.batch = 2;
-        config.heads = 2;
-        config.head_dim = head_dim;
-        config.value_dim = 7;
-        config.max_length = 1400;
-        config.dtype = dtype;
-        auto cache = make_cache(config);
-        // Long enough for key ranges split across threads (and several 128-key chunks each).
-        append_random(*cache, 1300, 1);
-        const std::vector<float> q = random_floats(2 * 6 * head_dim, 3);
-        const attn::TensorView query{q.data(), {2, 6, 1, head_dim}};
-        attn::CacheAttendOptions options;
-        require_matches_sdpa(*cache, query, options, false);
-        options.softcap = 2.0f;
-        options.alibi = true;
-        require_matches_sdpa(*cache, query, options, false);
-        options.window = 300;
-        require_matches_sdpa(*cache, query, options, false);
-        // A boolean mask over [batch, 1, 1, length] hiding every other key of batch 1, all of batch 0.
-        std::vector<uint8_t> mask(2 * 1300, 0);
-        for (int64_t j = 0; j < 1300; j += 2) mask[1300 + j] = 1;
-        options.attn_mask = {attn::MaskType::boolean, mask.data(), {2, 1, 1, 1300}, false};
-        require_matches_sdpa(*cache, query, options, false);
-        std::vector<float> out(2 * 6 * 7, 5.0f);
-        REQUIRE(cache->attend(query, options, out.data(), nullptr).ok());
-        for (int64_t e = 0; e < 6 * 7; ++e) REQUIRE(out[e] == 0.0f);  // batch 0 sees no key
-        options.causal = false;
-        require_matches_sdpa(*cache, query, options, true);
-      }
+      for (const int64_t head_dim : {5, 64})
+        for (const int64_t n : {1, 2, 6}) {
+          INFO("threads " << threads << ", f16 " << (dtype == CacheDtype::f16) << ", head_dim " << head_dim << ", n " << n);
+          attn::set_thread_count(threads);
+          KVCacheConfig config;
+          config.batch = 2;
+          config.heads = 2;
+          config.head_dim = head_dim;
+          config.value_dim = 7;
+          config.max_length = 1400;
+          config.dtype = dtype;
+          auto cache = make_cache(config);
+          // Long enough for key ranges split across threads (and several 128-key chunks each).
+          append_random(*cache, 1300, 1);
+          const std::vector<float> q = fixtures::normal_floats(2 * 6 * n * head_dim, 3);
+          const attn::TensorView query{q.data(), {2, 6, n, head_dim}};
+          attn::CacheAttendOptions options;
+          require_matches_sdpa(*cache, query, options, false);
+          options.softcap = 2.0f;
+          options.alibi = true;
+          require_matches_sdpa(*cache, query, options, false);
+          options.window = 300;
+          require_matches_sdpa(*cache, query, options, false);
+          // A boolean mask over [batch, 1, 1, length] hiding every other key of batch 1, all of batch 0.
+          std::vector<uint8_t> mask(2 * 1300, 0);
+          for (int64_t j = 0; j < 1300; j += 2) mask[1300 + j] = 1;
+          options.attn_mask = {attn::MaskType::boolean, mask.data(), {2, 1, 1, 1300}, false};
+          require_matches_sdpa(*cache, query, options, false);
+          std::vector<float> out(2 * 6 * n * 7, 5.0f);
+          REQUIRE(cache->attend(query, options, out.data(), nullptr).ok());
+          for (int64_t e = 0; e < 6 * n * 7; ++e) REQUIRE(out[e] == 0.0f);  // batch 0 sees no key
+          options.causal = false;
+          require_matches_sdpa(*cache, query, options, true);
+        }
   attn::set_thread_count(1);
 }
 
