@@ -1,9 +1,13 @@
 // Embind glue: marshalling only. The public API, its validation and its errors live in the ESM
 // layer (index.js and friends). Every entry point returns a Status object or null (or a value);
-// no C++ exception exists in the core, so none can cross into JS (TOOLCHAIN.md, pitfall 4).
+// no C++ exception exists in the core, so none can cross into JS (each one that escapes leaks 48
+// bytes of the C stack, and the module traps after ~100k). The options of SDPA, RoPE, the KV cache
+// and GroupedQueryAttention cross as the core's own structs (value_object, enum_), as CanvasKit
+// passes its style objects: an option added later touches the JS API, the struct and the engine.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -76,98 +80,178 @@ val shapes_to_js(const attn::Shape& output, const attn::Shape& weights) {
   return result;
 }
 
-// ---- scaled dot-product attention ----------------------------------------------------------
+// ---- options as structs ---------------------------------------------------------------------
+// JS sees pointers, 64-bit integers and shapes as numbers and arrays, and an absent optional as
+// undefined; these accessors convert each field, so that value_object takes the core's structs as
+// they are.
 
-// The v2 options of scaledDotProductAttention, as the JS layer passes them: `window` 0 and
-// `softcap` NaN mean none; alibi 0 none, 1 Press et al.'s slopes, 2 the `slope_count` slopes given;
-// documents 0 none, 1 one documentIds for queries and keys, 2 queryDocumentIds and keyDocumentIds.
-struct SdpaExtras {
-  bool enable_gqa;
-  double window, softcap;
-  int alibi;
-  uintptr_t slopes;
-  double slope_count;
-  int documents;
-  uintptr_t query_ids, key_ids;
+template <class Member>
+struct MemberOf;
+template <class Struct_, class Type_>
+struct MemberOf<Type_ Struct_::*> {
+  using Struct = Struct_;
+  using Type = Type_;
 };
 
-// Slots: query, key, value, attnMask, query ids, key ids. `scale` NaN means the default 1/sqrt(d);
-// causal: 0 none, 1 upper-left, 2 lower-right (attn::Causal).
-attn::SdpaOptions read_sdpa_options(uintptr_t shapes, int mask_type, uintptr_t mask, int causal, double scale,
-                                    double dropout_p, double seed, const SdpaExtras& extras) {
-  attn::SdpaOptions options;
-  options.attn_mask = read_mask(shapes, 3, mask_type, mask, /*true_means_masked=*/false);
-  options.causal = static_cast<attn::Causal>(causal);
-  if (!std::isnan(scale)) options.scale = static_cast<float>(scale);
-  options.dropout_p = static_cast<float>(dropout_p);
-  options.seed = static_cast<uint64_t>(seed);
-  options.enable_gqa = extras.enable_gqa;
-  if (extras.window != 0) options.window = static_cast<int64_t>(extras.window);
-  if (!std::isnan(extras.softcap)) options.softcap = static_cast<float>(extras.softcap);
-  options.alibi = extras.alibi != 0;
-  if (extras.alibi == 2) {
-    options.alibi_slopes = reinterpret_cast<const float*>(extras.slopes);
-    options.alibi_slope_count = static_cast<int64_t>(extras.slope_count);
+template <auto member>
+struct Field {
+  using S = typename MemberOf<decltype(member)>::Struct;
+  using T = typename MemberOf<decltype(member)>::Type;
+
+  static double number(const S& s) { return static_cast<double>(s.*member); }
+  static void set_number(S& s, double value) { s.*member = static_cast<T>(value); }
+  static double pointer(const S& s) { return static_cast<double>(reinterpret_cast<uintptr_t>(s.*member)); }
+  static void set_pointer(S& s, double value) { s.*member = reinterpret_cast<T>(static_cast<uintptr_t>(value)); }
+  static val optional(const S& s) { return s.*member ? val(static_cast<double>(*(s.*member))) : val::undefined(); }
+  static void set_optional(S& s, val value) {
+    if (value.isUndefined() || value.isNull())
+      (s.*member).reset();
+    else
+      s.*member = static_cast<typename T::value_type>(value.as<double>());
   }
-  if (extras.documents != 0) {
-    options.query_document_ids = {reinterpret_cast<const int32_t*>(extras.query_ids), read_shape(shapes, 4)};
-    options.key_document_ids = {reinterpret_cast<const int32_t*>(extras.key_ids), read_shape(shapes, 5)};
-    options.shared_document_ids = extras.documents == 1;
+  static val shape(const S& s) { return to_js(s.*member); }
+  static void set_shape(S& s, val dims) {
+    attn::Shape& shape = s.*member;
+    // The JS layer refuses ranks past kMaxRank, naming the argument; this only keeps the array whole.
+    shape.rank = std::min(dims["length"].as<int>(), attn::kMaxRank);
+    for (int axis = 0; axis < shape.rank; ++axis) shape[axis] = static_cast<int64_t>(dims[axis].as<double>());
   }
-  return options;
+};
+
+// value_object<S> with a method per kind of field; registered when it goes out of scope.
+template <class S>
+class Struct {
+ public:
+  explicit Struct(const char* name) : object_(name) {}
+  // bool, enum_ and value_object fields, as they are.
+  template <auto member>
+  Struct& plain(const char* name) {
+    object_.field(name, member);
+    return *this;
+  }
+  template <auto member>
+  Struct& number(const char* name) {
+    object_.field(name, &Field<member>::number, &Field<member>::set_number);
+    return *this;
+  }
+  template <auto member>
+  Struct& pointer(const char* name) {
+    object_.field(name, &Field<member>::pointer, &Field<member>::set_pointer);
+    return *this;
+  }
+  template <auto member>
+  Struct& optional(const char* name) {
+    object_.field(name, &Field<member>::optional, &Field<member>::set_optional);
+    return *this;
+  }
+  template <auto member>
+  Struct& shape(const char* name) {
+    object_.field(name, &Field<member>::shape, &Field<member>::set_shape);
+    return *this;
+  }
+
+ private:
+  emscripten::value_object<S> object_;
+};
+
+void register_structs() {
+  using emscripten::enum_;
+  using attn::TensorView, attn::MaskView, attn::IdsView, attn::SdpaOptions, attn::RopeOptions;
+  enum_<attn::MaskType>("_MaskType")
+      .value("none", attn::MaskType::none)
+      .value("boolean", attn::MaskType::boolean)
+      .value("additive", attn::MaskType::additive);
+  enum_<attn::Causal>("_Causal")
+      .value("none", attn::Causal::none)
+      .value("upperLeft", attn::Causal::upper_left)
+      .value("lowerRight", attn::Causal::lower_right);
+  enum_<attn::CacheDtype>("_CacheDtype").value("f32", attn::CacheDtype::f32).value("f16", attn::CacheDtype::f16);
+  Struct<TensorView>("_Tensor").pointer<&TensorView::data>("data").shape<&TensorView::shape>("shape");
+  Struct<MaskView>("_Mask")
+      .plain<&MaskView::type>("type")
+      .pointer<&MaskView::data>("data")
+      .shape<&MaskView::shape>("shape")
+      .plain<&MaskView::true_means_masked>("trueMeansMasked");
+  Struct<IdsView>("_Ids").pointer<&IdsView::data>("data").shape<&IdsView::shape>("shape");
+  Struct<SdpaOptions>("_SdpaOptions")
+      .plain<&SdpaOptions::attn_mask>("attnMask")
+      .plain<&SdpaOptions::causal>("causal")
+      .optional<&SdpaOptions::scale>("scale")
+      .number<&SdpaOptions::dropout_p>("dropoutP")
+      .number<&SdpaOptions::seed>("seed")
+      .plain<&SdpaOptions::enable_gqa>("enableGqa")
+      .optional<&SdpaOptions::window>("window")
+      .optional<&SdpaOptions::softcap>("softcap")
+      .plain<&SdpaOptions::alibi>("alibi")
+      .pointer<&SdpaOptions::alibi_slopes>("alibiSlopes")
+      .number<&SdpaOptions::alibi_slope_count>("alibiSlopeCount")
+      .plain<&SdpaOptions::query_document_ids>("queryDocumentIds")
+      .plain<&SdpaOptions::key_document_ids>("keyDocumentIds")
+      .plain<&SdpaOptions::shared_document_ids>("sharedDocumentIds");
+  Struct<RopeOptions>("_RopeOptions")
+      .pointer<&RopeOptions::positions>("positions")
+      .number<&RopeOptions::position_count>("positionCount")
+      .number<&RopeOptions::offset>("offset")
+      .number<&RopeOptions::base>("base")
+      .optional<&RopeOptions::rotary_dim>("rotaryDim")
+      .plain<&RopeOptions::interleaved>("interleaved");
+  using attn::KVCacheConfig, attn::CacheAttendOptions;
+  Struct<KVCacheConfig>("_KVCacheConfig")
+      .number<&KVCacheConfig::batch>("batch")
+      .number<&KVCacheConfig::heads>("heads")
+      .number<&KVCacheConfig::head_dim>("headDim")
+      .number<&KVCacheConfig::value_dim>("valueDim")
+      .number<&KVCacheConfig::max_length>("maxLength")
+      .plain<&KVCacheConfig::dtype>("dtype")
+      .optional<&KVCacheConfig::window>("window");
+  Struct<CacheAttendOptions>("_CacheAttendOptions")
+      .plain<&CacheAttendOptions::causal>("causal")
+      .optional<&CacheAttendOptions::scale>("scale")
+      .optional<&CacheAttendOptions::softcap>("softcap")
+      .plain<&CacheAttendOptions::alibi>("alibi")
+      .pointer<&CacheAttendOptions::alibi_slopes>("alibiSlopes")
+      .number<&CacheAttendOptions::alibi_slope_count>("alibiSlopeCount")
+      .optional<&CacheAttendOptions::window>("window")
+      .plain<&CacheAttendOptions::attn_mask>("attnMask");
+  using attn::GroupedQueryAttentionConfig, attn::GroupedQueryAttentionOptions;
+  Struct<GroupedQueryAttentionConfig>("_GroupedQueryAttentionConfig")
+      .number<&GroupedQueryAttentionConfig::hidden_size>("hiddenSize")
+      .number<&GroupedQueryAttentionConfig::num_heads>("numHeads")
+      .number<&GroupedQueryAttentionConfig::num_key_value_heads>("numKeyValueHeads")
+      .number<&GroupedQueryAttentionConfig::head_dim>("headDim")
+      .plain<&GroupedQueryAttentionConfig::qkv_bias>("qkvBias")
+      .plain<&GroupedQueryAttentionConfig::output_bias>("outputBias")
+      .number<&GroupedQueryAttentionConfig::rope_base>("ropeBase")
+      .plain<&GroupedQueryAttentionConfig::rope_interleaved>("ropeInterleaved")
+      .optional<&GroupedQueryAttentionConfig::rotary_dim>("rotaryDim")
+      .optional<&GroupedQueryAttentionConfig::sliding_window>("slidingWindow")
+      .optional<&GroupedQueryAttentionConfig::softcap>("softcap")
+      .optional<&GroupedQueryAttentionConfig::scale>("scale");
+  Struct<GroupedQueryAttentionOptions>("_GroupedQueryAttentionOptions")
+      .plain<&GroupedQueryAttentionOptions::positions>("positions")
+      .plain<&GroupedQueryAttentionOptions::attn_mask>("attnMask")
+      .pointer<&GroupedQueryAttentionOptions::cache>("cache");
 }
 
-SdpaExtras read_extras(bool enable_gqa, double window, double softcap, int alibi, uintptr_t slopes, double slope_count,
-                       int documents, uintptr_t query_ids, uintptr_t key_ids) {
-  return {enable_gqa, window, softcap, alibi, slopes, slope_count, documents, query_ids, key_ids};
+// ---- scaled dot-product attention, rope ----------------------------------------------------
+
+val sdpa_check(const attn::TensorView& query, const attn::TensorView& key, const attn::TensorView& value,
+               const attn::SdpaOptions& options) {
+  return to_js(attn::check_scaled_dot_product_attention(query.shape, key.shape, value.shape, options));
 }
 
-val sdpa_check(uintptr_t shapes, int mask_type, int causal, double scale, double dropout_p, bool enable_gqa,
-               double window, double softcap, int alibi, double slope_count, int documents) {
-  const attn::SdpaOptions options = read_sdpa_options(
-      shapes, mask_type, 0, causal, scale, dropout_p, 0,
-      read_extras(enable_gqa, window, softcap, alibi, 0, slope_count, documents, 0, 0));
-  return to_js(attn::check_scaled_dot_product_attention(read_shape(shapes, 0), read_shape(shapes, 1),
-                                                        read_shape(shapes, 2), options));
+val sdpa(const attn::TensorView& query, const attn::TensorView& key, const attn::TensorView& value,
+         const attn::SdpaOptions& options, uintptr_t output, uintptr_t weights) {
+  return to_js(attn::scaled_dot_product_attention(query, key, value, options, reinterpret_cast<float*>(output),
+                                                  reinterpret_cast<float*>(weights)));
 }
 
-val sdpa(uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value, int mask_type, uintptr_t mask,
-         int causal, double scale, double dropout_p, double seed, bool enable_gqa, double window, double softcap,
-         int alibi, uintptr_t slopes, double slope_count, int documents, uintptr_t query_ids, uintptr_t key_ids,
-         uintptr_t output, uintptr_t weights) {
-  const attn::SdpaOptions options = read_sdpa_options(
-      shapes, mask_type, mask, causal, scale, dropout_p, seed,
-      read_extras(enable_gqa, window, softcap, alibi, slopes, slope_count, documents, query_ids, key_ids));
-  return to_js(attn::scaled_dot_product_attention(read_tensor(shapes, 0, query), read_tensor(shapes, 1, key),
-                                                  read_tensor(shapes, 2, value), options,
-                                                  reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+val rope_check(const attn::TensorView& x, const attn::RopeOptions& options) {
+  return to_js(attn::check_rope(x.shape, options));
 }
 
-// ---- rope ----------------------------------------------------------------------------------
-
-// Slots: x. `position_count` -1 means offset, offset + 1, … instead of positions; `rotary_dim` -1
-// means d.
-attn::RopeOptions read_rope_options(uintptr_t positions, double position_count, double offset, double base,
-                                    double rotary_dim, bool interleaved) {
-  attn::RopeOptions options;
-  options.positions = reinterpret_cast<const int32_t*>(positions);
-  options.position_count = static_cast<int64_t>(position_count);
-  options.offset = static_cast<int64_t>(offset);
-  options.base = base;
-  if (rotary_dim >= 0) options.rotary_dim = static_cast<int64_t>(rotary_dim);
-  options.interleaved = interleaved;
-  return options;
-}
-
-val rope_check(uintptr_t shapes, double position_count, double base, double rotary_dim, bool interleaved) {
-  return to_js(attn::check_rope(read_shape(shapes, 0), read_rope_options(0, position_count, 0, base, rotary_dim, interleaved)));
-}
-
-val rope(uintptr_t shapes, uintptr_t x, uintptr_t positions, double position_count, double offset, double base,
-         double rotary_dim, bool interleaved, uintptr_t output) {
-  return to_js(attn::rope(read_tensor(shapes, 0, x),
-                          read_rope_options(positions, position_count, offset, base, rotary_dim, interleaved),
-                          reinterpret_cast<float*>(output)));
+val rope(const attn::TensorView& x, const attn::RopeOptions& options, uintptr_t output) {
+  return to_js(attn::rope(x, options, reinterpret_cast<float*>(output)));
 }
 
 // ---- modules -------------------------------------------------------------------------------
@@ -320,17 +404,7 @@ val relative_create(double heads, double d_model, double P, double dropout) {
 
 attn::KVCache* cache_of(uintptr_t handle) { return reinterpret_cast<attn::KVCache*>(handle); }
 
-// `value_dim` 0 means head_dim, `window` 0 none; dtype 0 f32, 1 f16 (attn::CacheDtype).
-val cache_create(double batch, double heads, double head_dim, double value_dim, double max_length, int dtype,
-                 double window) {
-  attn::KVCacheConfig config;
-  config.batch = static_cast<int64_t>(batch);
-  config.heads = static_cast<int64_t>(heads);
-  config.head_dim = static_cast<int64_t>(head_dim);
-  config.value_dim = static_cast<int64_t>(value_dim);
-  config.max_length = static_cast<int64_t>(max_length);
-  config.dtype = static_cast<attn::CacheDtype>(dtype);
-  if (window != 0) config.window = static_cast<int64_t>(window);
+val cache_create(const attn::KVCacheConfig& config) {
   std::unique_ptr<attn::KVCache> cache;
   const attn::Status s = attn::KVCache::create(config, &cache);
   if (!s.ok()) return to_js(s);
@@ -339,50 +413,24 @@ val cache_create(double batch, double heads, double head_dim, double value_dim, 
 
 void cache_destroy(uintptr_t handle) { delete cache_of(handle); }
 
-// Slots: key, value.
-val cache_append_check(uintptr_t handle, uintptr_t shapes) {
-  return to_js(cache_of(handle)->check_append(read_shape(shapes, 0), read_shape(shapes, 1)));
+val cache_append_check(uintptr_t handle, const attn::TensorView& key, const attn::TensorView& value) {
+  return to_js(cache_of(handle)->check_append(key.shape, value.shape));
 }
 
-val cache_append(uintptr_t handle, uintptr_t shapes, uintptr_t key, uintptr_t value) {
-  return to_js(cache_of(handle)->append(read_tensor(shapes, 0, key), read_tensor(shapes, 1, value)));
+val cache_append(uintptr_t handle, const attn::TensorView& key, const attn::TensorView& value) {
+  return to_js(cache_of(handle)->append(key, value));
 }
 
-// `scale`, `softcap` NaN and `window` 0 mean the defaults; alibi as SdpaExtras. Slots: query,
-// attnMask (boolean 1 = may attend, or additive).
-attn::CacheAttendOptions read_cache_options(uintptr_t shapes, bool causal, double scale, double softcap, int alibi,
-                                            uintptr_t slopes, double slope_count, double window, int mask_type,
-                                            uintptr_t mask) {
-  attn::CacheAttendOptions options;
-  options.causal = causal;
-  if (!std::isnan(scale)) options.scale = static_cast<float>(scale);
-  if (!std::isnan(softcap)) options.softcap = static_cast<float>(softcap);
-  options.alibi = alibi != 0;
-  if (alibi == 2) {
-    options.alibi_slopes = reinterpret_cast<const float*>(slopes);
-    options.alibi_slope_count = static_cast<int64_t>(slope_count);
-  }
-  if (window != 0) options.window = static_cast<int64_t>(window);
-  options.attn_mask = read_mask(shapes, 1, mask_type, mask, /*true_means_masked=*/false);
-  return options;
-}
-
-val cache_attend_check(uintptr_t handle, uintptr_t shapes, bool causal, double scale, double softcap, int alibi,
-                       double slope_count, double window, int mask_type) {
+val cache_attend_check(uintptr_t handle, const attn::TensorView& query, const attn::CacheAttendOptions& options) {
   attn::Shape output, weights;
-  const attn::Status s = cache_of(handle)->check_attend(
-      read_shape(shapes, 0), read_cache_options(shapes, causal, scale, softcap, alibi, 0, slope_count, window, mask_type, 0),
-      &output, &weights);
+  const attn::Status s = cache_of(handle)->check_attend(query.shape, options, &output, &weights);
   return s.ok() ? shapes_to_js(output, weights) : to_js(s);
 }
 
-val cache_attend(uintptr_t handle, uintptr_t shapes, uintptr_t query, bool causal, double scale, double softcap,
-                 int alibi, uintptr_t slopes, double slope_count, double window, int mask_type, uintptr_t mask,
+val cache_attend(uintptr_t handle, const attn::TensorView& query, const attn::CacheAttendOptions& options,
                  uintptr_t output, uintptr_t weights) {
-  return to_js(cache_of(handle)->attend(
-      read_tensor(shapes, 0, query),
-      read_cache_options(shapes, causal, scale, softcap, alibi, slopes, slope_count, window, mask_type, mask),
-      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+  return to_js(cache_of(handle)->attend(query, options, reinterpret_cast<float*>(output),
+                                        reinterpret_cast<float*>(weights)));
 }
 
 val cache_truncate(uintptr_t handle, double length) {
@@ -396,50 +444,18 @@ void cache_values(uintptr_t handle, uintptr_t out) { cache_of(handle)->copy_valu
 
 // ---- GroupedQueryAttention -----------------------------------------------------------------
 
-// `head_dim` 0 and `rotary_dim` -1 mean the defaults, `sliding_window` 0 none, `softcap` and
-// `scale` NaN the defaults.
-val gqa_create(double hidden_size, double num_heads, double num_kv_heads, double head_dim, bool qkv_bias,
-               bool output_bias, double rope_base, bool rope_interleaved, double rotary_dim, double sliding_window,
-               double softcap, double scale) {
-  attn::GroupedQueryAttentionConfig config;
-  config.hidden_size = static_cast<int64_t>(hidden_size);
-  config.num_heads = static_cast<int64_t>(num_heads);
-  config.num_key_value_heads = static_cast<int64_t>(num_kv_heads);
-  config.head_dim = static_cast<int64_t>(head_dim);
-  config.qkv_bias = qkv_bias;
-  config.output_bias = output_bias;
-  config.rope_base = rope_base;
-  config.rope_interleaved = rope_interleaved;
-  if (rotary_dim >= 0) config.rotary_dim = static_cast<int64_t>(rotary_dim);
-  if (sliding_window != 0) config.sliding_window = static_cast<int64_t>(sliding_window);
-  if (!std::isnan(softcap)) config.softcap = static_cast<float>(softcap);
-  if (!std::isnan(scale)) config.scale = static_cast<float>(scale);
-  return create<attn::GroupedQueryAttention>(config);
-}
+val gqa_create(const attn::GroupedQueryAttentionConfig& config) { return create<attn::GroupedQueryAttention>(config); }
 
-// Slots: x, positions (rank 0: none), attnMask. `cache` 0: none.
-attn::GroupedQueryAttentionOptions read_gqa_options(uintptr_t shapes, uintptr_t positions, int mask_type,
-                                                    uintptr_t mask, uintptr_t cache) {
-  attn::GroupedQueryAttentionOptions options;
-  const attn::Shape positions_shape = read_shape(shapes, 1);
-  if (positions_shape.rank > 0) options.positions = {reinterpret_cast<const int32_t*>(positions), positions_shape};
-  options.attn_mask = read_mask(shapes, 2, mask_type, mask, /*true_means_masked=*/false);
-  options.cache = cache_of(cache);
-  return options;
-}
-
-val gqa_check(uintptr_t handle, uintptr_t shapes, int mask_type, uintptr_t cache) {
+val gqa_check(uintptr_t handle, const attn::TensorView& x, const attn::GroupedQueryAttentionOptions& options) {
   attn::Shape output, weights;
-  const attn::Status s = as<attn::GroupedQueryAttention>(handle)->check_forward(
-      read_shape(shapes, 0), read_gqa_options(shapes, 0, mask_type, 0, cache), &output, &weights);
+  const attn::Status s = as<attn::GroupedQueryAttention>(handle)->check_forward(x.shape, options, &output, &weights);
   return s.ok() ? shapes_to_js(output, weights) : to_js(s);
 }
 
-val gqa_forward(uintptr_t handle, uintptr_t shapes, uintptr_t x, uintptr_t positions, int mask_type, uintptr_t mask,
-                uintptr_t cache, uintptr_t output, uintptr_t weights) {
-  return to_js(as<attn::GroupedQueryAttention>(handle)->forward(
-      read_tensor(shapes, 0, x), read_gqa_options(shapes, positions, mask_type, mask, cache),
-      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
+val gqa_forward(uintptr_t handle, const attn::TensorView& x, const attn::GroupedQueryAttentionOptions& options,
+                uintptr_t output, uintptr_t weights) {
+  return to_js(as<attn::GroupedQueryAttention>(handle)->forward(x, options, reinterpret_cast<float*>(output),
+                                                                reinterpret_cast<float*>(weights)));
 }
 
 // ---- masks.merge ---------------------------------------------------------------------------
@@ -464,6 +480,7 @@ val merge(uintptr_t shapes, int attn_mask_type, uintptr_t attn_mask, int padding
 
 EMSCRIPTEN_BINDINGS(attention) {
   using emscripten::function;
+  register_structs();
   emscripten::constant("_maxRank", attn::kMaxRank);
   function("_setThreadCount", &attn::set_thread_count);
   function("_sdpaCheck", &sdpa_check);

@@ -31,3 +31,14 @@ export function describe(value) {
 export function shapeString(shape) {
   return `[${shape.join(', ')}]`;
 }
+
+/**
+ * Gives each class its own name back: the bundle is minified, and users see these names in the
+ * console and in errors that describe a value they passed. Returns `classes`.
+ */
+export function keepClassNames(classes) {
+  for (const [name, cls] of Object.entries(classes)) Object.defineProperty(cls, 'name', { value: name });
+  return classes;
+}
+
+keepClassNames({ AttentionError });

@@ -1,11 +1,11 @@
 // The public API (see API-CONTRACT.md): init() and the Attention instance it returns. Embind is a
 // private layer below; everything users touch is validated here and in the modules it imports.
-import { AttentionError, describe } from './errors.js';
+import { AttentionError, describe, keepClassNames } from './errors.js';
 import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createKVCacheClass } from './kv_cache.js';
 import { createModuleClasses } from './modules.js';
-import { disposeSymbol, maskType, Runtime, throwIfFailed } from './runtime.js';
+import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } from './runtime.js';
 import { loadSafetensors } from './safetensors.js';
 import {
   checkAlibi, checkBoolean, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM,
@@ -22,28 +22,28 @@ const SDPA_OPTIONS = [
 ];
 const ROPE_OPTIONS = ['positions', 'offset', 'base', 'rotaryDim', 'interleaved'];
 
-// isCausal as the core's attn::Causal: 0 none, 1 upper-left, 2 lower-right.
-const CAUSAL = new Map([[false, 0], [true, 1], ['upperLeft', 1], ['lowerRight', 2]]);
+// isCausal as the core's attn::Causal.
+const CAUSAL = new Map([[false, 'none'], [true, 'upperLeft'], ['upperLeft', 'upperLeft'], ['lowerRight', 'lowerRight']]);
 
 function checkCausal(value) {
-  if (value === undefined) return 0;
+  if (value === undefined) return 'none';
   if (!CAUSAL.has(value)) throw new AttentionError('isCausal', "false, true, 'upperLeft' or 'lowerRight'", describe(value));
   return CAUSAL.get(value);
 }
 
-// documents: 0 none, 1 documentIds (queries and keys alike), 2 queryDocumentIds and keyDocumentIds.
+// Document ids for the queries and the keys; `shared` when one documentIds serves both.
 function checkDocuments(opts) {
   const shared = checkIds(opts.documentIds, 'documentIds');
   const queries = checkIds(opts.queryDocumentIds, 'queryDocumentIds');
   const keys = checkIds(opts.keyDocumentIds, 'keyDocumentIds');
   if (shared && (queries || keys))
     throw new AttentionError('documentIds', 'documentIds alone, or queryDocumentIds with keyDocumentIds', 'both kinds');
-  if (shared) return { mode: 1, queries: shared, keys: shared };
+  if (shared) return { shared: true, queries: shared, keys: shared };
   if (!queries !== !keys) {
     const [missing, given] = queries ? ['keyDocumentIds', 'queryDocumentIds'] : ['queryDocumentIds', 'keyDocumentIds'];
     throw new AttentionError(missing, `ids given with ${given}`, 'none');
   }
-  return { mode: queries ? 2 : 0, queries, keys };
+  return { shared: false, queries, keys };
 }
 
 /**
@@ -118,35 +118,41 @@ class Attention {
     const mask = checkMask(opts.attnMask, 'attnMask');
     const causal = checkCausal(opts.isCausal);
     const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
-    const scale = opts.scale === undefined ? NaN : checkNumber(opts.scale, 'scale', { float32: true });
+    const scale = opts.scale === undefined ? undefined : checkNumber(opts.scale, 'scale', { float32: true });
     const dropoutP = opts.dropoutP === undefined ? 0 : checkNumber(opts.dropoutP, 'dropoutP', { min: 0, max: 1, maxExclusive: true, float32: true });
     // Without a seed each call draws differently, as torch's global generator would, yet reproducibly.
     const seed = opts.seed === undefined ? this.#defaultSeed++ : checkNumber(opts.seed, 'seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
     const enableGqa = checkBoolean(opts.enableGqa, 'enableGqa', false);
-    const window = opts.window === undefined ? 0 : checkNumber(opts.window, 'window', { min: 1, max: MAX_DIM, integer: true });
-    const softcap = opts.softcap === undefined ? NaN : checkPositive(opts.softcap, 'softcap');
+    const window = opts.window === undefined ? undefined : checkNumber(opts.window, 'window', { min: 1, max: MAX_DIM, integer: true });
+    const softcap = opts.softcap === undefined ? undefined : checkPositive(opts.softcap, 'softcap');
     const alibi = checkAlibi(opts.alibi);
     const documents = checkDocuments(opts);
 
     const runtime = this.#runtime;
-    const shapes = runtime.writeShapes([
-      [query.shape, 'query', '[..., n, d]'],
-      [key.shape, 'key', '[..., m, d]'],
-      [value.shape, 'value', '[..., m, dv]'],
-      [mask ? mask.shape : [], 'attnMask', 'broadcastable to [..., n, m]'],
-      [documents.queries?.shape ?? [], documents.mode === 1 ? 'documentIds' : 'queryDocumentIds', 'broadcastable to [..., n]'],
-      [documents.keys?.shape ?? [], documents.mode === 1 ? 'documentIds' : 'keyDocumentIds', 'broadcastable to [..., m]'],
-    ]);
-    const slopeCount = alibi.slopes ? alibi.slopes.length : 0;
-    throwIfFailed(wasm._sdpaCheck(shapes, maskType(mask), causal, scale, dropoutP, enableGqa, window, softcap, alibi.mode, slopeCount, documents.mode));
+    runtime.checkRank(query.shape, 'query', '[..., n, d]');
+    runtime.checkRank(key.shape, 'key', '[..., m, d]');
+    runtime.checkRank(value.shape, 'value', '[..., m, dv]');
+    if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [..., n, m]');
+    if (documents.queries) runtime.checkRank(documents.queries.shape, documents.shared ? 'documentIds' : 'queryDocumentIds', 'broadcastable to [..., n]');
+    if (documents.keys) runtime.checkRank(documents.keys.shape, documents.shared ? 'documentIds' : 'keyDocumentIds', 'broadcastable to [..., m]');
+    // The core's SdpaOptions, with its tensors at the given pointers (none while shapes are checked).
+    const options = (at = {}) => ({
+      attnMask: maskView(wasm, mask, at.mask),
+      causal: wasm._Causal[causal],
+      scale, dropoutP, seed, enableGqa, window, softcap,
+      alibi: alibi.mode !== 0, alibiSlopes: at.slopes ?? 0, alibiSlopeCount: alibi.slopes ? alibi.slopes.length : 0,
+      queryDocumentIds: idsView(documents.queries, at.queryIds),
+      keyDocumentIds: idsView(documents.keys, at.keyIds),
+      sharedDocumentIds: documents.shared,
+    });
+    throwIfFailed(wasm._sdpaCheck(tensorView(0, query), tensorView(0, key), tensorView(0, value), options()));
     const rows = query.shape.slice(0, -1);
     const [output, weights] = runtime.invoke(
       [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'attnMask'], [alibi.slopes, 'alibi'],
         [documents.queries?.data, 'queryDocumentIds'], [documents.keys?.data, 'keyDocumentIds']],
       [[[...rows, value.shape.at(-1)], 'output'], [needWeights ? [...rows, key.shape.at(-2)] : null, 'weights']],
       ([q, k, v, m, slopes, queryIds, keyIds], [out, w]) =>
-        wasm._sdpa(shapes, q, k, v, maskType(mask), m, causal, scale, dropoutP, seed, enableGqa, window, softcap,
-          alibi.mode, slopes, slopeCount, documents.mode, queryIds, keyIds, out, w),
+        wasm._sdpa(tensorView(q, query), tensorView(k, key), tensorView(v, value), options({ mask: m, slopes, queryIds, keyIds }), out, w),
     );
     return { output, weights };
   }
@@ -164,21 +170,24 @@ class Attention {
       throw new AttentionError('offset', 'no offset when positions are given', describe(opts.offset));
     const offset = opts.offset === undefined ? 0 : checkNumber(opts.offset, 'offset', { min: -(2 ** 52), max: 2 ** 52, integer: true });
     const base = opts.base === undefined ? 10000 : checkPositive(opts.base, 'base');
-    const rotaryDim = opts.rotaryDim === undefined ? -1 : checkNumber(opts.rotaryDim, 'rotaryDim', { min: 0, max: MAX_DIM, integer: true });
+    const rotaryDim = opts.rotaryDim === undefined ? undefined : checkNumber(opts.rotaryDim, 'rotaryDim', { min: 0, max: MAX_DIM, integer: true });
     const interleaved = checkBoolean(opts.interleaved, 'interleaved', false);
 
     const runtime = this.#runtime;
-    const shapes = runtime.writeShapes([[x.shape, 'x', '[..., L, d]']]);
-    const positionCount = positions ? positions.length : -1;
-    throwIfFailed(wasm._ropeCheck(shapes, positionCount, base, rotaryDim, interleaved));
+    runtime.checkRank(x.shape, 'x', '[..., L, d]');
+    // The core's RopeOptions: positions at `at`, or offset, offset + 1, … (positionCount -1).
+    const options = (at = 0) => ({ positions: at, positionCount: positions ? positions.length : -1, offset, base, rotaryDim, interleaved });
+    throwIfFailed(wasm._ropeCheck(tensorView(0, x), options()));
     const [output] = runtime.invoke(
       [[x.data, 'x'], [positions, 'positions']],
       [[x.shape, 'output', 0]],
-      ([input, at], [out]) => wasm._rope(shapes, input, at, positionCount, offset, base, rotaryDim, interleaved, out),
+      ([input, at], [out]) => wasm._rope(tensorView(input, x), options(at), out),
     );
     return output;
   }
 }
+
+keepClassNames({ Attention });
 
 // `using attn = await init()` ends the instance with its scope.
 Attention.prototype[disposeSymbol] = Attention.prototype.dispose;

@@ -1,8 +1,8 @@
 // KVCache: keys and values held in wasm memory between decode steps (kv_cache.h). Each instance of
 // init() gets its own class, bound to its own wasm instance.
-import { AttentionError, describe } from './errors.js';
+import { AttentionError, describe, keepClassNames } from './errors.js';
 import { adopt, expose, internals, live, release } from './owned.js';
-import { disposeSymbol, maskType, throwIfFailed } from './runtime.js';
+import { disposeSymbol, maskView, tensorView, throwIfFailed } from './runtime.js';
 import { checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, MAX_DIM } from './validate.js';
 
 const CONFIG = ['batch', 'heads', 'headDim', 'valueDim', 'maxLength', 'dtype', 'window'];
@@ -25,7 +25,7 @@ export function cacheHandle(cache, runtime, argument) {
 }
 
 export function createKVCacheClass(runtime) {
-  return class KVCache {
+  class KVCache {
     /**
      * { batch = 1, heads, headDim, valueDim = headDim, maxLength, dtype = 'f32', window }: storage
      * for `maxLength` positions (with a window, a ring of the latest positions that grows to hold
@@ -43,7 +43,7 @@ export function createKVCacheClass(runtime) {
       const maxLength = checkSize(opts.maxLength, 'maxLength');
       const dtype = checkChoice(opts.dtype, 'dtype', DTYPES, 'f32');
       const window = opts.window === undefined || opts.window === null ? null : checkSize(opts.window, 'window');
-      const handle = wasm._cacheCreate(batch, heads, headDim, valueDim, maxLength, DTYPES.indexOf(dtype), window ?? 0);
+      const handle = wasm._cacheCreate({ batch, heads, headDim, valueDim, maxLength, dtype: wasm._CacheDtype[dtype], window: window ?? undefined });
       adopt(this, runtime, 'KVCache', handle, (w, h) => w._cacheDestroy(h));
       expose(this, { batch, heads, headDim, valueDim, maxLength, dtype, window });
     }
@@ -65,9 +65,11 @@ export function createKVCacheClass(runtime) {
       const { state, wasm } = live(this, 'append');
       checkTensor(key, 'key');
       checkTensor(value, 'value');
-      const shapes = runtime.writeShapes([[key.shape, 'key', '[batch, heads, t, headDim]'], [value.shape, 'value', '[batch, heads, t, valueDim]']]);
-      throwIfFailed(wasm._cacheAppendCheck(state.handle, shapes));
-      runtime.invoke([[key.data, 'key'], [value.data, 'value']], [], ([k, v]) => wasm._cacheAppend(state.handle, shapes, k, v));
+      runtime.checkRank(key.shape, 'key', '[batch, heads, t, headDim]');
+      runtime.checkRank(value.shape, 'value', '[batch, heads, t, valueDim]');
+      throwIfFailed(wasm._cacheAppendCheck(state.handle, tensorView(0, key), tensorView(0, value)));
+      runtime.invoke([[key.data, 'key'], [value.data, 'value']], [], ([k, v]) =>
+        wasm._cacheAppend(state.handle, tensorView(k, key), tensorView(v, value)));
       return this;
     }
 
@@ -80,24 +82,26 @@ export function createKVCacheClass(runtime) {
       checkTensor(query, 'query');
       opts = checkOptions(opts, ATTEND_OPTIONS);
       const causal = checkBoolean(opts.isCausal, 'isCausal', true);
-      const scale = opts.scale === undefined ? NaN : checkNumber(opts.scale, 'scale', { float32: true });
-      const softcap = opts.softcap === undefined ? NaN : checkPositive(opts.softcap, 'softcap');
+      const scale = opts.scale === undefined ? undefined : checkNumber(opts.scale, 'scale', { float32: true });
+      const softcap = opts.softcap === undefined ? undefined : checkPositive(opts.softcap, 'softcap');
       const alibi = checkAlibi(opts.alibi);
-      const window = opts.window === undefined ? 0 : checkSize(opts.window, 'window');
+      const window = opts.window === undefined ? undefined : checkSize(opts.window, 'window');
       const mask = checkMask(opts.attnMask, 'attnMask');
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
-      const shapes = runtime.writeShapes([
-        [query.shape, 'query', '[batch, Hq, n, headDim]'],
-        [mask ? mask.shape : [], 'attnMask', 'broadcastable to [batch, Hq, n, length]'],
-      ]);
-      const slopeCount = alibi.slopes ? alibi.slopes.length : 0;
-      const result = wasm._cacheAttendCheck(state.handle, shapes, causal, scale, softcap, alibi.mode, slopeCount, window, maskType(mask));
+      runtime.checkRank(query.shape, 'query', '[batch, Hq, n, headDim]');
+      if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [batch, Hq, n, length]');
+      // The core's CacheAttendOptions, with the mask and slopes at the given pointers.
+      const options = (at = {}) => ({
+        causal, scale, softcap, window,
+        alibi: alibi.mode !== 0, alibiSlopes: at.slopes ?? 0, alibiSlopeCount: alibi.slopes ? alibi.slopes.length : 0,
+        attnMask: maskView(wasm, mask, at.mask),
+      });
+      const result = wasm._cacheAttendCheck(state.handle, tensorView(0, query), options());
       if (!result || result.output === undefined) throwIfFailed(result);
       const [output, weights] = runtime.invoke(
         [[query.data, 'query'], [mask?.data, 'attnMask'], [alibi.slopes, 'alibi']],
         [[result.output, 'output'], [needWeights ? result.weights : null, 'weights']],
-        ([q, m, slopes], [out, w]) =>
-          wasm._cacheAttend(state.handle, shapes, q, causal, scale, softcap, alibi.mode, slopes, slopeCount, window, maskType(mask), m, out, w),
+        ([q, m, slopes], [out, w]) => wasm._cacheAttend(state.handle, tensorView(q, query), options({ mask: m, slopes }), out, w),
       );
       return { output, weights };
     }
@@ -141,5 +145,7 @@ export function createKVCacheClass(runtime) {
     [disposeSymbol]() {
       this.dispose();
     }
-  };
+  }
+
+  return keepClassNames({ KVCache }).KVCache;
 }

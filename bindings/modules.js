@@ -1,12 +1,12 @@
 // The attention modules: PyTorch-style classes over core objects held in wasm memory. Each
 // instance of init() gets its own classes, bound to its own wasm instance.
-import { AttentionError, describe } from './errors.js';
+import { AttentionError, describe, keepClassNames } from './errors.js';
 import { cacheHandle } from './kv_cache.js';
 import {
   checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM, numel,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
-import { disposeSymbol, maskType, throwIfFailed } from './runtime.js';
+import { disposeSymbol, idsView, maskType, maskView, tensorView, throwIfFailed } from './runtime.js';
 
 function checkSize(value, argument) {
   return checkNumber(value, argument, { min: 1, max: MAX_DIM, integer: true });
@@ -115,7 +115,7 @@ class AttentionModule {
 // may overwrite input `outputOverInput` where the module allows it.
 function forward(state, shapeEntries, check, inputs, run, outputOverInput) {
   const { runtime } = state;
-  const shapes = runtime.writeShapes(shapeEntries);
+  const shapes = shapeEntries && runtime.writeShapes(shapeEntries);
   const result = check(shapes);
   if (!result || result.output === undefined) throwIfFailed(result);
   const [output, weights] = runtime.invoke(
@@ -359,12 +359,11 @@ export function createModuleClasses(runtime, KVCache) {
         softcap: optional(opts.softcap, (v) => checkPositive(v, 'softcap')),
         scale: optional(opts.scale, (v) => checkNumber(v, 'scale', { float32: true })),
       };
-      const c = config;
-      const handle = wasm._gqaCreate(hiddenSize, numHeads, numKeyValueHeads, headDim ?? 0, c.qkvBias, c.outputBias, c.ropeBase,
-        c.ropeInterleaved, c.rotaryDim ?? -1, c.slidingWindow ?? 0, c.softcap ?? NaN, c.scale ?? NaN);
+      // The core's GroupedQueryAttentionConfig: headDim 0 and absent (null) optionals take its defaults.
+      const handle = wasm._gqaCreate({ ...config, headDim: headDim ?? 0 });
       super(runtime, 'GroupedQueryAttention', handle, 0);
       // The core derived headDim when not given (and refused sizes it does not divide).
-      expose(this, { ...config, headDim: headDim ?? hiddenSize / numHeads, rotaryDim: c.rotaryDim ?? headDim ?? hiddenSize / numHeads });
+      expose(this, { ...config, headDim: headDim ?? hiddenSize / numHeads, rotaryDim: config.rotaryDim ?? headDim ?? hiddenSize / numHeads });
     }
 
     /** A KVCache shaped for this block: numKeyValueHeads heads of headDim, window slidingWindow. */
@@ -390,23 +389,24 @@ export function createModuleClasses(runtime, KVCache) {
       const positions = checkTokenPositions(opts.positions);
       const mask = checkMask(opts.attnMask, 'attnMask');
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
+      runtime.checkRank(x.shape, 'x', '[N, t, hiddenSize]');
+      if (positions) runtime.checkRank(positions.shape, 'positions', '[t] or [N, t]');
+      if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [N, numHeads, t, m]');
+      // The core's GroupedQueryAttentionOptions, with positions and mask at the given pointers.
+      const options = (at = {}) => ({ positions: idsView(positions, at.positions), attnMask: maskView(wasm, mask, at.mask), cache });
       const { output, weights } = forward(
         state,
-        [
-          [x.shape, 'x', '[N, t, hiddenSize]'],
-          [positions ? positions.shape : [], 'positions', '[t] or [N, t]'],
-          [mask ? mask.shape : [], 'attnMask', 'broadcastable to [N, numHeads, t, m]'],
-        ],
-        (shapes) => {
-          const result = wasm._gqaCheck(state.handle, shapes, maskType(mask), cache);
+        null,
+        () => {
+          const result = wasm._gqaCheck(state.handle, tensorView(0, x), options());
           return result?.output && !needWeights ? { ...result, weights: null } : result;
         },
         [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask']],
-        (shapes, [xp, at, m], out, w) => wasm._gqaForward(state.handle, shapes, xp, at, maskType(mask), m, cache, out, w),
+        (_, [xp, at, m], out, w) => wasm._gqaForward(state.handle, tensorView(xp, x), options({ positions: at, mask: m }), out, w),
       );
       return { output, weights };
     }
   }
 
-  return { MultiheadAttention, SelfAttention, AdditiveAttention, RelativeMultiHeadAttention, GroupedQueryAttention };
+  return keepClassNames({ MultiheadAttention, SelfAttention, AdditiveAttention, RelativeMultiHeadAttention, GroupedQueryAttention });
 }

@@ -23,12 +23,30 @@ export function throwIfFailed(status) {
   }
 }
 
-export function maskType(mask) {
-  if (!mask) return MASK_TYPE.none;
-  return mask.data instanceof Uint8Array ? MASK_TYPE.boolean : MASK_TYPE.additive;
+function maskKind(mask) {
+  if (!mask) return 'none';
+  return mask.data instanceof Uint8Array ? 'boolean' : 'additive';
 }
 
-const SHAPE_SLOTS = 6; // the most any entry point takes: query, key, value, a mask and two id tensors
+export function maskType(mask) {
+  return MASK_TYPE[maskKind(mask)];
+}
+
+// The core's views as the structs that cross Embind take them: a tensor, a mask and ids at
+// `pointer` in wasm memory (0 for calls that check shapes only), with their shapes.
+export function tensorView(pointer, tensor) {
+  return { data: pointer ?? 0, shape: tensor.shape };
+}
+
+export function maskView(wasm, mask, pointer, trueMeansMasked = false) {
+  return { type: wasm._MaskType[maskKind(mask)], data: pointer ?? 0, shape: mask ? mask.shape : [], trueMeansMasked };
+}
+
+export function idsView(ids, pointer) {
+  return { data: pointer ?? 0, shape: ids ? ids.shape : [] };
+}
+
+const SHAPE_SLOTS = 5; // the most a positional entry point takes: MultiheadAttention's query, key, value and two masks
 
 export class Runtime {
   #wasm;
@@ -105,14 +123,19 @@ export class Runtime {
     this.#wasm = null;
   }
 
+  // Refuses shapes past the core's rank, naming the argument and what it should look like
+  // (`pattern`); everything else about shapes is the core's to check.
+  checkRank(shape, argument, pattern) {
+    if (shape.length > this.maxRank)
+      throw new AttentionError(argument, `rank at most ${this.maxRank} (${pattern})`, shapeString(shape));
+  }
+
   // Writes shapes into `base` (the shared block unless given): entries are [shape, argument,
-  // what it should look like]. Ranks past the slots are refused here; everything else about shapes
-  // is the core's to check.
+  // what it should look like], their ranks checked.
   writeShapes(entries, base = this.shapes) {
     const slots = 1 + this.maxRank;
     entries.forEach(([shape, argument, pattern], index) => {
-      if (shape.length > this.maxRank)
-        throw new AttentionError(argument, `rank at most ${this.maxRank} (${pattern})`, shapeString(shape));
+      this.checkRank(shape, argument, pattern);
       const block = new Int32Array(heapBuffer(this.#wasm), base + index * slots * 4, slots);
       block[0] = shape.length;
       block.set(shape, 1);

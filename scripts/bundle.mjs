@@ -17,9 +17,8 @@ await build({
   // The Emscripten glue stays a separate file beside the bundle; node: modules load only in Node.
   external: ['./attention-*.mjs', 'node:*'],
   define: { __ATTENTION_VERSION__: JSON.stringify(version) },
-  // Part of the one-thread page's size budget; class names stay, for errors that describe values.
+  // Part of the one-thread page's size budget (errors.js's keepClassNames keeps the names users see).
   minify: true,
-  keepNames: true,
   logLevel: 'warning',
 });
 await copyFile(new URL('bindings/index.d.ts', root), new URL('dist/index.d.mts', root));

@@ -59,14 +59,14 @@ Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
                                         : "an even head size for RoPE (or rotaryDim given)",
                            std::to_string(rotary));
   if (!(c.rope_base > 0.0 && std::isfinite(c.rope_base)))
-    return Status::invalid("ropeBase", "a positive finite number", std::to_string(c.rope_base));
+    return Status::invalid("ropeBase", "a positive finite number", number_string(c.rope_base));
   if (c.sliding_window) {
     s = check_size("slidingWindow", *c.sliding_window);
     if (!s.ok()) return s;
   }
   if (c.softcap && !(*c.softcap > 0.0f && std::isfinite(*c.softcap)))
-    return Status::invalid("softcap", "a positive finite number", std::to_string(*c.softcap));
-  if (c.scale && !std::isfinite(*c.scale)) return Status::invalid("scale", "a finite number", std::to_string(*c.scale));
+    return Status::invalid("softcap", "a positive finite number", number_string(*c.softcap));
+  if (c.scale && !std::isfinite(*c.scale)) return Status::invalid("scale", "a finite number", number_string(*c.scale));
   out->reset(new GroupedQueryAttention(c));
   return Status::success();
 }

@@ -174,9 +174,9 @@ Status KVCache::check_attend(const Shape& query, const CacheAttendOptions& optio
                            query.str());
   const int64_t query_heads = query[1];
   if (options.scale && !std::isfinite(*options.scale))
-    return Status::invalid("scale", "a finite number", std::to_string(*options.scale));
+    return Status::invalid("scale", "a finite number", number_string(*options.scale));
   if (options.softcap && !(*options.softcap > 0.0f && std::isfinite(*options.softcap)))
-    return Status::invalid("softcap", "a positive finite number", std::to_string(*options.softcap));
+    return Status::invalid("softcap", "a positive finite number", number_string(*options.softcap));
   if (options.window) {
     if (*options.window <= 0) return Status::invalid("window", "a positive integer", std::to_string(*options.window));
     if (c.window && *options.window > *c.window)

@@ -20,7 +20,7 @@ inline Status check_size(const char* argument, int64_t value) {
 
 inline Status check_dropout(float p) {
   if (p >= 0.0f && p < 1.0f) return Status::success();
-  return Status::invalid("dropout", "a number in [0, 1)", std::to_string(p));
+  return Status::invalid("dropout", "a number in [0, 1)", number_string(p));
 }
 
 // The first failure among `checks`, or success.

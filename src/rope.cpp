@@ -24,7 +24,7 @@ Status check_rope(const Shape& x, const RopeOptions& options) {
     return Status::invalid("positions", std::to_string(length) + " positions (L, one per row of x)",
                            std::to_string(options.position_count));
   if (!(options.base > 0.0 && std::isfinite(options.base)))
-    return Status::invalid("base", "a positive finite number", std::to_string(options.base));
+    return Status::invalid("base", "a positive finite number", number_string(options.base));
   return Status::success();
 }
 

@@ -100,13 +100,13 @@ Status check_scaled_dot_product_attention(const Shape& query, const Shape& key, 
     if (!s.ok()) return s;
   }
   if (options.scale && !std::isfinite(*options.scale))
-    return Status::invalid("scale", "a finite number", std::to_string(*options.scale));
+    return Status::invalid("scale", "a finite number", number_string(*options.scale));
   if (!(options.dropout_p >= 0.0f && options.dropout_p < 1.0f))
-    return Status::invalid("dropoutP", "a number in [0, 1)", std::to_string(options.dropout_p));
+    return Status::invalid("dropoutP", "a number in [0, 1)", number_string(options.dropout_p));
   if (options.window && *options.window <= 0)
     return Status::invalid("window", "a positive integer", std::to_string(*options.window));
   if (options.softcap && !(*options.softcap > 0.0f && std::isfinite(*options.softcap)))
-    return Status::invalid("softcap", "a positive finite number", std::to_string(*options.softcap));
+    return Status::invalid("softcap", "a positive finite number", number_string(*options.softcap));
   if (options.alibi) {
     if (query.rank < 3) return Status::invalid("alibi", "a query of rank 3 or more ([..., H, n, d])", query.str());
     const int64_t heads = query.at_end(3);

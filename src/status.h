@@ -1,5 +1,5 @@
 // Errors travel as values: the core is compiled without exceptions, and no error may cross into
-// JS as a C++ exception (see TOOLCHAIN.md, pitfall 4).
+// JS as a C++ exception (each one that escapes leaks C stack).
 #pragma once
 
 #include <string>
@@ -32,5 +32,9 @@ struct Status {
     return s;
   }
 };
+
+// A number as an error quotes it: JS's names for NaN and the infinities, up to 6 decimals, an
+// exponent from 1e12 on. Not std::to_string: its printf float formatting costs 8 KB of wasm.
+std::string number_string(double x);
 
 }  // namespace attn

@@ -1,4 +1,7 @@
 #include "tensor.h"
+
+#include <cmath>
+
 #include "status.h"
 
 namespace attn {
@@ -46,6 +49,24 @@ std::string Status::message() const {
   if (ok()) return "";
   if (out_of_memory) return "out of memory: " + argument + " needs " + got;
   return argument + ": expected " + expected + ", got " + got;
+}
+
+std::string number_string(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
+  const double magnitude = std::fabs(x);
+  if (magnitude >= 1e12) {
+    const int exponent = static_cast<int>(std::floor(std::log10(magnitude)));
+    return number_string(x / std::pow(10.0, exponent)) + "e+" + std::to_string(exponent);
+  }
+  const int64_t millionths = std::llround(magnitude * 1e6);
+  std::string s = (x < 0 && millionths > 0 ? "-" : "") + std::to_string(millionths / 1000000);
+  if (const int64_t fraction = millionths % 1000000) {
+    std::string digits = std::to_string(fraction + 1000000).substr(1);
+    digits.erase(digits.find_last_not_of('0') + 1);
+    s += "." + digits;
+  }
+  return s;
 }
 
 }  // namespace attn

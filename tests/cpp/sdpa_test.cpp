@@ -293,7 +293,7 @@ TEST_CASE("invalid v2 options name the argument, the expected and the given", "[
   CHECK(check({2, 4, 8}, {2, 6, 8}, {2, 6, 8}, window) == "window: expected a positive integer, got 0");
   attn::SdpaOptions softcap;
   softcap.softcap = std::numeric_limits<float>::quiet_NaN();
-  CHECK(check({2, 4, 8}, {2, 6, 8}, {2, 6, 8}, softcap) == "softcap: expected a positive finite number, got nan");
+  CHECK(check({2, 4, 8}, {2, 6, 8}, {2, 6, 8}, softcap) == "softcap: expected a positive finite number, got NaN");
   softcap.softcap = -1.0f;
   CHECK(check({2, 4, 8}, {2, 6, 8}, {2, 6, 8}, softcap).rfind("softcap: ", 0) == 0);
 
@@ -325,6 +325,18 @@ TEST_CASE("invalid v2 options name the argument, the expected and the given", "[
   documents.key_document_ids = {};
   CHECK(check({2, 4, 8}, {2, 6, 8}, {2, 6, 8}, documents) ==
         "keyDocumentIds: expected ids given with queryDocumentIds, got none");
+}
+
+TEST_CASE("errors quote numbers as JS prints them, to 6 decimals", "[errors]") {
+  CHECK(attn::number_string(std::nan("")) == "NaN");
+  CHECK(attn::number_string(-std::numeric_limits<double>::infinity()) == "-Infinity");
+  CHECK(attn::number_string(0.0) == "0");
+  CHECK(attn::number_string(-3.0) == "-3");
+  CHECK(attn::number_string(1.5) == "1.5");
+  CHECK(attn::number_string(-0.1f) == "-0.1");
+  CHECK(attn::number_string(1e-9) == "0");
+  CHECK(attn::number_string(123456.0000004) == "123456");
+  CHECK(attn::number_string(-2.5e30) == "-2.5e+30");
 }
 
 TEST_CASE("grouped heads with no query heads but some key/value heads (fuzzer regression)", "[sdpa][regression]") {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
 
 import { REPO_ROOT } from './helpers.js';
 
@@ -78,10 +79,12 @@ const EXPECTED_FILES = [
 ];
 
 // The budget for the gzipped tarball (KB = 1000 bytes). README states the current size. Five builds
-// of ~105 KB gzipped each make most of it (v2's options and RoPE, with the libm they use, added
-// ~17 KB to each; the KV cache, its decode kernels and GroupedQueryAttention ~25 KB more); a page
-// or process loads only one of them.
-const TARBALL_BUDGET = 660_000;
+// of 76-85 KB gzipped each make most of it; a page or process loads only one of them.
+const TARBALL_BUDGET = 600_000;
+// What a one-thread page downloads (the bundle, the SIMD build's glue and its wasm), gzipped at
+// level 9: at most 100 KiB. The kernels are optimised for speed, everything else for size.
+const PAGE_BUDGET = 100 * 1024;
+const PAGE_FILES = ['dist/index.mjs', 'dist/attention-simd.mjs', 'dist/attention-simd.wasm'];
 
 test('npm pack --dry-run lists exactly the expected files: no tests, fixtures, sources, bench, examples or build trees', async () => {
   const { stdout } = await run('npm', ['pack', '--dry-run', '--json'], { cwd: REPO_ROOT, env: NPM_ENV });
@@ -99,6 +102,14 @@ test(`the tarball is under ${TARBALL_BUDGET / 1000} KB`, (t) => {
   const sizes = Object.fromEntries(packed.files.map((f) => [f.path, f.size]));
   t.diagnostic(`tarball ${packed.size} bytes (gzipped), ${packed.unpackedSize} unpacked; ${JSON.stringify(sizes)}`);
   assert.ok(packed.size <= TARBALL_BUDGET, `tarball is ${packed.size} bytes, budget ${TARBALL_BUDGET}`);
+});
+
+test(`a one-thread page loads at most ${PAGE_BUDGET / 1024} KiB gzipped`, async (t) => {
+  const sizes = {};
+  for (const file of PAGE_FILES) sizes[file] = gzipSync(await readFile(join(REPO_ROOT, file)), { level: 9 }).length;
+  const total = Object.values(sizes).reduce((a, b) => a + b, 0);
+  t.diagnostic(`one-thread page ${total} bytes gzipped: ${JSON.stringify(sizes)}`);
+  assert.ok(total <= PAGE_BUDGET, `the page is ${total} bytes gzipped, budget ${PAGE_BUDGET}`);
 });
 
 test('package.json describes a real ESM package', async () => {
