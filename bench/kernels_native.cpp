@@ -8,8 +8,10 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
 
@@ -40,6 +42,48 @@ void gemm_nt(benchmark::State& state, const KernelSet* set) {
   std::vector<float> C(M * N);
   for (auto _ : state) {
     set->gemm_nt(M, N, K, A.data(), K, B.data(), K, C.data(), N);
+    benchmark::DoNotOptimize(C.data());
+  }
+  set_flops(state, 2.0 * M * N * K);
+}
+
+// A decode step's two products over a KV cache's rows, as the engine's in-place path runs them on
+// one chunk of keys: scores of a group of query heads against keys (gemm_nt, gemm_nt_f16; args: M
+// = the group, N = keys, K = head dim) and the weights times the values (gemm_nn_add,
+// gemm_nn_add_f16; args: M, N = value dim, K = keys). Binary16 rows hold the same values rounded.
+std::vector<uint16_t> as_halves(const std::vector<float>& v) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = attn::to_half(v[i]);
+  return h;
+}
+
+template <class T>
+void cache_scores(benchmark::State& state, const KernelSet* set) {
+  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const std::vector<float> A = wave(M * K), B = wave(N * K);
+  const std::vector<uint16_t> B16 = as_halves(B);
+  std::vector<float> C(M * N);
+  for (auto _ : state) {
+    if constexpr (std::is_same_v<T, float>)
+      set->gemm_nt(M, N, K, A.data(), K, B.data(), K, C.data(), N);
+    else
+      set->gemm_nt_f16(M, N, K, A.data(), K, B16.data(), K, C.data(), N);
+    benchmark::DoNotOptimize(C.data());
+  }
+  set_flops(state, 2.0 * M * N * K);
+}
+
+template <class T>
+void cache_values(benchmark::State& state, const KernelSet* set) {
+  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const std::vector<float> A = wave(M * K), B = wave(K * N);
+  const std::vector<uint16_t> B16 = as_halves(B);
+  std::vector<float> C(M * N);
+  for (auto _ : state) {
+    if constexpr (std::is_same_v<T, float>)
+      set->gemm_nn_add(M, N, K, A.data(), K, B.data(), N, C.data(), N);
+    else
+      set->gemm_nn_add_f16(M, N, K, A.data(), K, B16.data(), N, C.data(), N);
     benchmark::DoNotOptimize(C.data());
   }
   set_flops(state, 2.0 * M * N * K);
@@ -79,6 +123,19 @@ void scale_bias_max(benchmark::State& state, const KernelSet* set) {
   for (auto _ : state) {
     row = scores;
     benchmark::DoNotOptimize(set->scale_bias_max(row.data(), bias.data(), n, 0.125f));
+  }
+  set_elements(state, n);
+}
+
+// A score row with the modern decoders' terms (arg: keys): Gemma 2's soft cap and ALiBi.
+void score_terms_max(benchmark::State& state, const KernelSet* set) {
+  const size_t n = state.range(0);
+  const std::vector<float> scores = wave(n, 8.0f), bias = wave(n);
+  std::vector<float> row(n);
+  const attn::kernels::ScoreTerms terms{0.125f, 30.0f, 0.0625f, -static_cast<float>(n)};
+  for (auto _ : state) {
+    row = scores;
+    benchmark::DoNotOptimize(set->score_terms_max(row.data(), bias.data(), n, terms));
   }
   set_elements(state, n);
 }
@@ -170,6 +227,11 @@ void register_all() {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets()) {
     const std::string suffix = std::string("/") + set->name;
     benchmark::RegisterBenchmark(("gemm_nt" + suffix).c_str(), gemm_nt, set)->Args({32, 128, 64})->Args({32, 128, 8});
+    // Llama 3's decode step: 4 query heads a key/value head, chunks of 128 keys, head dim 64.
+    benchmark::RegisterBenchmark(("gemm_nt_cache" + suffix).c_str(), cache_scores<float>, set)->Args({4, 128, 64});
+    benchmark::RegisterBenchmark(("gemm_nt_f16" + suffix).c_str(), cache_scores<uint16_t>, set)->Args({4, 128, 64});
+    benchmark::RegisterBenchmark(("gemm_nn_add" + suffix).c_str(), cache_values<float>, set)->Args({4, 64, 128});
+    benchmark::RegisterBenchmark(("gemm_nn_add_f16" + suffix).c_str(), cache_values<uint16_t>, set)->Args({4, 64, 128});
     benchmark::RegisterBenchmark(("gemm_packed" + suffix).c_str(), gemm_packed, set)
         ->Args({32, 128, 64})
         ->Args({32, 64, 128})
@@ -177,6 +239,7 @@ void register_all() {
         ->Args({256, 512, 512})
         ->Args({1024, 1024, 1024});
     benchmark::RegisterBenchmark(("scale_bias_max" + suffix).c_str(), scale_bias_max, set)->Arg(128)->Arg(2048);
+    benchmark::RegisterBenchmark(("score_terms_max" + suffix).c_str(), score_terms_max, set)->Arg(128)->Arg(2048);
     benchmark::RegisterBenchmark(("exp_sum" + suffix).c_str(), exp_sum, set)->Arg(128)->Arg(2048);
     benchmark::RegisterBenchmark(("scale" + suffix).c_str(), scale, set)->Arg(128)->Arg(2048);
     benchmark::RegisterBenchmark(("tanh_scores" + suffix).c_str(), tanh_scores, set)->Args({32, 128, 16})->Args({32, 128, 64});

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
 
@@ -62,6 +63,32 @@ double gemm_gflops(int M, int N, int K, int repeats) {
     best = std::min(best, emscripten_get_now() - start);
   }
   return 2.0 * M * N * K / (best * 1e6);
+}
+
+// The decode step's kernels on one chunk of a KV cache's rows, in L1, best of `repeats` runs of
+// `calls` calls: kind 0 gemm_nt, 1 gemm_nt_f16 (scores: M query heads of a group, N keys, K head
+// dim), 2 gemm_nn_add, 3 gemm_nn_add_f16 (weights times values: M, N value dim, K keys).
+double decode_kernel_gflops(int kind, int M, int N, int K, int calls, int repeats) {
+  const bool scores = kind < 2, f16 = kind % 2 == 1;
+  std::vector<float> A(size_t(M) * K), B(size_t(N) * K), C(size_t(M) * N);
+  for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(float(i));
+  for (size_t i = 0; i < B.size(); ++i) B[i] = std::cos(float(i));
+  std::vector<uint16_t> B16(B.size());
+  std::transform(B.begin(), B.end(), B16.begin(), attn::to_half);
+  const auto& k = attn::kernels::active_kernels();
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = emscripten_get_now();
+    for (int c = 0; c < calls; ++c) {
+      if (scores && !f16) k.gemm_nt(M, N, K, A.data(), K, B.data(), K, C.data(), N);
+      if (scores && f16) k.gemm_nt_f16(M, N, K, A.data(), K, B16.data(), K, C.data(), N);
+      if (!scores && !f16) k.gemm_nn_add(M, N, K, A.data(), K, B.data(), N, C.data(), N);
+      if (!scores && f16) k.gemm_nn_add_f16(M, N, K, A.data(), K, B16.data(), N, C.data(), N);
+    }
+    best = std::min(best, emscripten_get_now() - start);
+  }
+  if (std::isnan(C[0])) return 0;
+  return 2.0 * M * N * K * calls / (best * 1e6);
 }
 
 // What bounds the GEMM. One k step of its 4x8 tile issues two panel loads, four load-splats of A
@@ -141,4 +168,5 @@ EMSCRIPTEN_BINDINGS(bench_kernels) {
   emscripten::function("simd128PeakGflops", &simd128_peak_gflops);
   emscripten::function("gemmGflops", &gemm_gflops);
   emscripten::function("gemmLoopGflops", &gemm_loop_gflops);
+  emscripten::function("decodeKernelGflops", &decode_kernel_gflops);
 }
