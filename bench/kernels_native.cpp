@@ -57,33 +57,18 @@ std::vector<uint16_t> as_halves(const std::vector<float>& v) {
   return h;
 }
 
-template <class T>
-void cache_scores(benchmark::State& state, const KernelSet* set) {
+template <class T, bool kScores>
+void cache_product(benchmark::State& state, const KernelSet* set) {
   const size_t M = state.range(0), N = state.range(1), K = state.range(2);
   const std::vector<float> A = wave(M * K), B = wave(N * K);
   const std::vector<uint16_t> B16 = as_halves(B);
   std::vector<float> C(M * N);
+  constexpr bool kFloat = std::is_same_v<T, float>;
   for (auto _ : state) {
-    if constexpr (std::is_same_v<T, float>)
-      set->gemm_nt(M, N, K, A.data(), K, B.data(), K, C.data(), N);
-    else
-      set->gemm_nt_f16(M, N, K, A.data(), K, B16.data(), K, C.data(), N);
-    benchmark::DoNotOptimize(C.data());
-  }
-  set_flops(state, 2.0 * M * N * K);
-}
-
-template <class T>
-void cache_values(benchmark::State& state, const KernelSet* set) {
-  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
-  const std::vector<float> A = wave(M * K), B = wave(K * N);
-  const std::vector<uint16_t> B16 = as_halves(B);
-  std::vector<float> C(M * N);
-  for (auto _ : state) {
-    if constexpr (std::is_same_v<T, float>)
-      set->gemm_nn_add(M, N, K, A.data(), K, B.data(), N, C.data(), N);
-    else
-      set->gemm_nn_add_f16(M, N, K, A.data(), K, B16.data(), N, C.data(), N);
+    if constexpr (kScores && kFloat) set->gemm_nt(M, N, K, A.data(), K, B.data(), K, C.data(), N);
+    if constexpr (kScores && !kFloat) set->gemm_nt_f16(M, N, K, A.data(), K, B16.data(), K, C.data(), N);
+    if constexpr (!kScores && kFloat) set->gemm_nn_add(M, N, K, A.data(), K, B.data(), N, C.data(), N);
+    if constexpr (!kScores && !kFloat) set->gemm_nn_add_f16(M, N, K, A.data(), K, B16.data(), N, C.data(), N);
     benchmark::DoNotOptimize(C.data());
   }
   set_flops(state, 2.0 * M * N * K);
@@ -228,10 +213,10 @@ void register_all() {
     const std::string suffix = std::string("/") + set->name;
     benchmark::RegisterBenchmark(("gemm_nt" + suffix).c_str(), gemm_nt, set)->Args({32, 128, 64})->Args({32, 128, 8});
     // Llama 3's decode step: 4 query heads a key/value head, chunks of 128 keys, head dim 64.
-    benchmark::RegisterBenchmark(("gemm_nt_cache" + suffix).c_str(), cache_scores<float>, set)->Args({4, 128, 64});
-    benchmark::RegisterBenchmark(("gemm_nt_f16" + suffix).c_str(), cache_scores<uint16_t>, set)->Args({4, 128, 64});
-    benchmark::RegisterBenchmark(("gemm_nn_add" + suffix).c_str(), cache_values<float>, set)->Args({4, 64, 128});
-    benchmark::RegisterBenchmark(("gemm_nn_add_f16" + suffix).c_str(), cache_values<uint16_t>, set)->Args({4, 64, 128});
+    benchmark::RegisterBenchmark(("gemm_nt_cache" + suffix).c_str(), cache_product<float, true>, set)->Args({4, 128, 64});
+    benchmark::RegisterBenchmark(("gemm_nt_f16" + suffix).c_str(), cache_product<uint16_t, true>, set)->Args({4, 128, 64});
+    benchmark::RegisterBenchmark(("gemm_nn_add" + suffix).c_str(), cache_product<float, false>, set)->Args({4, 64, 128});
+    benchmark::RegisterBenchmark(("gemm_nn_add_f16" + suffix).c_str(), cache_product<uint16_t, false>, set)->Args({4, 64, 128});
     benchmark::RegisterBenchmark(("gemm_packed" + suffix).c_str(), gemm_packed, set)
         ->Args({32, 128, 64})
         ->Args({32, 64, 128})
