@@ -51,30 +51,10 @@ inline float horizontal_add(v128_t v) {
   return wasm_f32x4_extract_lane(v, 0);
 }
 
-// exp by range reduction to [-ln2/2, ln2/2] and Cephes' degree-5 polynomial (relative error
-// ~1e-7). Inputs below the float range give exactly 0, so exp(-inf) = 0; NaN stays NaN because
-// f32x4.min/max propagate it.
-inline v128_t exp_f32x4(v128_t x) {
-  const v128_t underflow = wasm_f32x4_lt(x, wasm_f32x4_splat(-87.33654f));
-  x = wasm_f32x4_max(wasm_f32x4_min(x, wasm_f32x4_splat(88.3762626647949f)), wasm_f32x4_splat(-87.33654f));
-  const v128_t n = wasm_f32x4_floor(madd(wasm_f32x4_splat(0.5f), x, wasm_f32x4_splat(1.44269504088896341f)));
-  x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
-  x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
-  v128_t y = wasm_f32x4_splat(1.9875691500e-4f);
-  y = madd(wasm_f32x4_splat(1.3981999507e-3f), y, x);
-  y = madd(wasm_f32x4_splat(8.3334519073e-3f), y, x);
-  y = madd(wasm_f32x4_splat(4.1665795894e-2f), y, x);
-  y = madd(wasm_f32x4_splat(1.6666665459e-1f), y, x);
-  y = madd(wasm_f32x4_splat(5.0000001201e-1f), y, x);
-  y = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(y, wasm_f32x4_mul(x, x)), x), wasm_f32x4_splat(1.0f));
-  const v128_t two_to_n = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
-  return wasm_v128_andnot(wasm_f32x4_mul(y, two_to_n), underflow);
-}
-
 // exp(x) for x <= 0 (softmax's x - max), as XNNPACK's f32 raddstoreexpminusmax wasmsimd rr2-p5:
 // the magic bias rounds x·log2(e) to an integer n inside the float's mantissa, a shift makes 2^n
 // from it, and a degree-5 polynomial covers the rest. No floor and no float-to-int conversion,
-// which V8 lowers to long sequences on x86-64: twice as fast as exp_f32x4. x is first raised to
+// which V8 lowers to long sequences on x86-64: twice as fast as Cephes' floor-based form. x is first raised to
 // at least -88, where n = -127 makes 2^n exactly 0, so exp(-inf) = 0 exactly; f32x4.pmax is one
 // instruction (a mask and a select would be four) and keeps a NaN x, which stays NaN.
 // The range reduction x = n·ln2 + t: returns t and sets two_to_n.
@@ -102,14 +82,6 @@ inline v128_t exp_nonpositive_f32x4(v128_t x) {
   v128_t two_to_n;
   const v128_t t = exp_reduce(x, two_to_n);
   return exp_polynomial(t, two_to_n);
-}
-
-// tanh(x) = 1 - 2 / (exp(2x) + 1): exact limits ±1 (exp saturates or underflows to 0), absolute
-// error ~1e-7 near 0, and NaN propagates.
-inline v128_t tanh_f32x4(v128_t x) {
-  const v128_t one = wasm_f32x4_splat(1.0f);
-  const v128_t e = exp_f32x4(wasm_f32x4_add(x, x));
-  return wasm_f32x4_sub(one, wasm_f32x4_div(wasm_f32x4_splat(2.0f), wasm_f32x4_add(e, one)));
 }
 
 // Rows of B as floats, four lanes at a time (load4) or one (load1). Binary16 is widened in the
@@ -366,12 +338,13 @@ float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scal
   });
 }
 
-// tanh as Eigen's generic_fast_tanh_float: x clamped to ±7.9053 (where float's tanh is ±1), then
-// a rational x·P(x²)/Q(x²) of degrees 13 and 6: 14 instructions with one division, where the
-// exp-based form took about 22 (a soft cap measured +19 % over plain causal with it). Error
-// 3.4e-7 on every float, relative near 0 too, so a cap far above the scores leaves them as they
-// are (the differential fuzzer found the exp form's 1 − e cancelling to 0 there). pmin/pmax keep
-// a NaN x (it is their first operand), and NaN stays NaN.
+// The kernels' one tanh (the soft cap, additive scores), as Eigen's generic_fast_tanh_float: x
+// clamped to ±7.9053 (where float's tanh is ±1), then a rational x·P(x²)/Q(x²) of degrees 13 and
+// 6: 14 instructions with one division, where the exp-based form it replaced took about 22 (a soft
+// cap measured +19 % over plain causal with it). Error 3.4e-7 on every float, relative near 0 too,
+// so a cap far above the scores leaves them as they are (the differential fuzzer found the exp
+// form's 1 − e cancelling to 0 there). pmin/pmax keep a NaN x (it is their first operand), and
+// NaN stays NaN; ±Inf give ±1.
 inline v128_t tanh_rational_f32x4(v128_t x) {
   const v128_t limit = wasm_f32x4_splat(7.90531110763549805f);
   x = wasm_f32x4_pmax(wasm_f32x4_pmin(x, limit), wasm_f32x4_neg(limit));
@@ -466,13 +439,13 @@ void tanh_scores__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t 
       v128_t acc = wasm_f32x4_splat(0.0f);
       size_t k = 0;
       for (; k + 4 <= K; k += 4)
-        acc = madd(acc, wasm_v128_load(w + k), tanh_f32x4(wasm_f32x4_add(wasm_v128_load(a + k), wasm_v128_load(b + k))));
+        acc = madd(acc, wasm_v128_load(w + k), tanh_rational_f32x4(wasm_f32x4_add(wasm_v128_load(a + k), wasm_v128_load(b + k))));
       if (k < K) {  // the last 1..3 lanes, padded with zero weights
         alignas(16) float ta[4] = {}, tb[4] = {}, tw[4] = {};
         std::copy(a + k, a + K, ta);
         std::copy(b + k, b + K, tb);
         std::copy(w + k, w + K, tw);
-        acc = madd(acc, wasm_v128_load(tw), tanh_f32x4(wasm_f32x4_add(wasm_v128_load(ta), wasm_v128_load(tb))));
+        acc = madd(acc, wasm_v128_load(tw), tanh_rational_f32x4(wasm_f32x4_add(wasm_v128_load(ta), wasm_v128_load(tb))));
       }
       C[i * ldc + j] = horizontal_add(acc);
     }
