@@ -561,6 +561,21 @@ export interface Masks {
  * One loaded wasm instance: the functions, the module classes bound to it, and its masks. It holds
  * its wasm memory (and, on the threads builds, its pthread workers) until `dispose()`.
  */
+/** The bytes of a `.safetensors` file (a Node `Buffer` is a `Uint8Array`). */
+export type SafetensorsBytes = ArrayBuffer | Uint8Array;
+
+/** A tensor of binary16 values: the bits of each, as `loadSafetensors(…, { dtype: 'f16' })` gives them. */
+export interface HalfTensor {
+  data: Uint16Array;
+  shape: number[];
+  dtype: 'f16';
+}
+
+/** `loadSafetensors`' map: names to tensors, with the files' `__metadata__`. */
+export interface SafetensorsMap<T> extends Map<string, T> {
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
 export interface Attention {
   /** Which build runs: SIMD or not, threads in use, package version. */
   readonly features: Readonly<Features>;
@@ -588,8 +603,18 @@ export interface Attention {
    * size, JSON, a tensor's dtype, shape or data offsets, tensors that overlap or leave gaps in
    * the data, as the reference implementation checks) throws an `AttentionError` naming what is
    * wrong (`bytes`, or `bytes: tensor 'name'…`); nothing past `bytes` is read.
+   *
+   * A model in shards (`model-00001-of-00002.safetensors`, …) is read from an array of them: one
+   * map, shard after shard; a name in two shards throws (`bytes[1]: tensor 'name'`). The map's
+   * `metadata` is the files' `__metadata__` (`{}` without one; a shard's keys do not replace an
+   * earlier shard's).
    */
-  loadSafetensors(bytes: ArrayBuffer | Uint8Array): Map<string, ResultTensor>;
+  loadSafetensors(bytes: SafetensorsBytes | SafetensorsBytes[], opts?: { dtype?: 'f32' }): SafetensorsMap<ResultTensor>;
+  /**
+   * With `dtype: 'f16'` the tensors stay binary16, for modules that store f16 weights: `F16` as
+   * read, `F32` and `BF16` rounded to nearest even (±Inf past ±65504).
+   */
+  loadSafetensors(bytes: SafetensorsBytes | SafetensorsBytes[], opts: { dtype: 'f16' }): SafetensorsMap<HalfTensor>;
   /** Heap size of this instance and the number of modules not yet disposed. */
   stats(): Stats;
   /**

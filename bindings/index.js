@@ -8,7 +8,7 @@ import { createModuleClasses } from './modules.js';
 import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } from './runtime.js';
 import { loadSafetensors } from './safetensors.js';
 import {
-  checkAlibi, checkBoolean, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM,
+  checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM,
 } from './validate.js';
 
 export { AttentionError };
@@ -82,12 +82,15 @@ class Attention {
   }
 
   /**
-   * The tensors of a .safetensors file (F32, F16, BF16) as float32, in the header's order: a Map
-   * from names to { data, shape }, ready for any module's loadStateDict.
+   * The tensors of a .safetensors file, or of a model's shards (an array), in the headers' order:
+   * a Map from names to { data: Float32Array, shape }, ready for any module's loadStateDict; with
+   * `{ dtype: 'f16' }` binary16 tensors { data: Uint16Array, shape, dtype: 'f16' }. The map's
+   * `metadata` holds the files' `__metadata__`.
    */
-  loadSafetensors(bytes) {
+  loadSafetensors(bytes, opts) {
     this.#runtime.enter('loadSafetensors');
-    return loadSafetensors(bytes);
+    opts = checkOptions(opts, ['dtype']);
+    return loadSafetensors(bytes, checkChoice(opts.dtype, 'dtype', ['f32', 'f16'], 'f32'));
   }
 
   /** Heap size of this instance and the number of modules not yet disposed. */

@@ -19,7 +19,9 @@ function checkSize(value, argument) {
  */
 export function cacheHandle(cache, runtime, argument) {
   const state = cache === null || typeof cache !== 'object' ? undefined : internals.get(cache);
-  if (!state || state.name !== 'KVCache' || state.runtime !== runtime)
+  if (state?.name === 'KVCache' && state.runtime !== runtime)
+    throw new AttentionError(argument, "a KVCache of this instance (make it with this instance's KVCache or createCache())", 'a KVCache of another init() instance');
+  if (!state || state.name !== 'KVCache')
     throw new AttentionError(argument, 'a KVCache of this instance', describe(cache));
   return live(cache, 'use').state.handle;
 }

@@ -32,10 +32,22 @@ function nextSeed(state, seed) {
   return (state.seed + state.calls++) % Number.MAX_SAFE_INTEGER;
 }
 
-// The core knows the entries by their names under the prefix; its errors name the keys as given.
+// The core knows the entries by their names under the prefix; its errors name the keys as given,
+// and the prefix it suggests for a whole model's names is a full one.
 function withPrefix(status, prefix) {
   if (!status || !prefix) return status;
-  return { ...status, argument: status.argument.replace("stateDict['", () => `stateDict['${prefix}`) };
+  return {
+    ...status,
+    argument: status.argument.replace("stateDict['", () => `stateDict['${prefix}`),
+    expected: status.expected.replace("load with prefix '", () => `load with prefix '${prefix}`),
+  };
+}
+
+// A prefix must end where a name's part does: 'model.layers.0.self_attn.', not '...self_attn'.
+function checkPrefix(prefix, names) {
+  if (typeof prefix !== 'string') throw new AttentionError('prefix', 'a string', describe(prefix));
+  if (prefix && !prefix.endsWith('.') && names.some((name) => name.startsWith(`${prefix}.`)))
+    throw new AttentionError('prefix', `a prefix ending in '.' ('${prefix}.': the names under it continue after a dot)`, `'${prefix}'`);
 }
 
 // train(mode) and eval(); `method` is the one called, for errors.
@@ -77,10 +89,10 @@ class AttentionModule {
       throw new AttentionError('stateDict', 'an object mapping state_dict() names to tensors', describe(stateDict));
     opts = checkOptions(opts, ['prefix']);
     const prefix = opts.prefix === undefined ? '' : opts.prefix;
-    if (typeof prefix !== 'string') throw new AttentionError('prefix', 'a string', describe(prefix));
     const given = isMap ? [...stateDict.entries()] : Object.entries(stateDict);
     const nonString = given.find(([name]) => typeof name !== 'string');
     if (nonString) throw new AttentionError('stateDict', 'a Map whose keys are state_dict() names (strings)', `the key ${describe(nonString[0])}`);
+    checkPrefix(prefix, given.map(([name]) => name));
     const entries = given.filter(([name]) => name.startsWith(prefix));
     entries.forEach(([name, tensor]) => checkTensor(tensor, `stateDict['${name}']`));
     runtime.invoke(

@@ -23,11 +23,38 @@ function halfToFloat(bits) {
 // Each dtype read here: its elements are read as unsigned words of its size, then become float32
 // bit for bit (F32; BF16, the upper half of a float32) or by value (F16). Plain loops: `from` with
 // a mapping function is about ten times slower on large tensors.
+// `toHalves` reads them as binary16 instead (loadSafetensors(..., { dtype: 'f16' })).
 const DTYPES = new Map([
-  ['F32', { Words: Uint32Array, toFloats: (words) => new Float32Array(words.slice().buffer) }], // a copy, never a view of the caller's bytes
-  ['F16', { Words: Uint16Array, toFloats: halvesToFloats }],
-  ['BF16', { Words: Uint16Array, toFloats: bfloat16sToFloats }],
+  ['F32', { Words: Uint32Array, toFloats: (words) => new Float32Array(words.slice().buffer), toHalves: floatWordsToHalves }], // a copy, never a view of the caller's bytes
+  ['F16', { Words: Uint16Array, toFloats: halvesToFloats, toHalves: (words) => words.slice() }],
+  ['BF16', { Words: Uint16Array, toFloats: bfloat16sToFloats, toHalves: (words) => floatWordsToHalves(new Uint32Array(bfloat16sToFloats(words).buffer)) }],
 ]);
+
+// float32 bits → binary16 bits, rounding to nearest, ties to even; past 65504 (from 65520, halfway
+// to the next power of two) ±Inf, NaN stays NaN. As the core's to_half (src/half.h).
+function floatBitsToHalf(bits) {
+  const sign = (bits >>> 16) & 0x8000;
+  const magnitude = bits & 0x7fffffff;
+  if (magnitude > 0x7f800000) return sign | 0x7e00 | ((magnitude >>> 13) & 0x3ff);
+  if (magnitude >= 0x477ff000) return sign | 0x7c00;
+  if (magnitude < 0x38800000) {
+    // Below 2^-14: a subnormal multiple of 2^-24, rounded to nearest even.
+    const scaled = new Float32Array(new Uint32Array([magnitude]).buffer)[0] * 2 ** 24;
+    const floor = Math.floor(scaled), rest = scaled - floor;
+    return sign | (rest > 0.5 || (rest === 0.5 && floor % 2) ? floor + 1 : floor);
+  }
+  let half = (magnitude - 0x38000000) >>> 13;
+  const dropped = magnitude & 0x1fff;
+  if (dropped > 0x1000 || (dropped === 0x1000 && half & 1)) half++;
+  return sign | half;
+}
+
+// Float32 words (the bits of F32, or BF16 moved up) as binary16 words.
+function floatWordsToHalves(words) {
+  const halves = new Uint16Array(words.length);
+  for (let i = 0; i < words.length; i++) halves[i] = floatBitsToHalf(words[i]);
+  return halves;
+}
 
 function halvesToFloats(words) {
   const floats = new Float32Array(words.length);
@@ -174,33 +201,69 @@ function checkCoverage(entries, dataLength) {
     throw new AttentionError('bytes', `data that ends where its last tensor ends, ${end} bytes after the header`, `${dataLength} bytes of data`);
 }
 
-/**
- * The tensors of a .safetensors file, in the header's order: name → { data: Float32Array, shape }.
- * `bytes`: an ArrayBuffer, a Uint8Array (any byteOffset) or a Node Buffer. Throws an
- * AttentionError naming what is malformed; nothing past `bytes` is read.
- */
-export function loadSafetensors(bytes) {
-  const file = asBytes(bytes);
-  if (file.length < HEADER_SIZE_BYTES)
-    throw new AttentionError('bytes', `a .safetensors file: at least the ${HEADER_SIZE_BYTES} bytes of its header size`, `${file.length} bytes`);
-  const headerBytes = new DataView(file.buffer, file.byteOffset, HEADER_SIZE_BYTES).getBigUint64(0, true);
-  if (headerBytes > BigInt(MAX_HEADER_BYTES))
-    throw new AttentionError('bytes', `a header size of at most ${MAX_HEADER_BYTES} bytes (the reference implementation's limit)`, `${headerBytes}`);
-  const headerEnd = HEADER_SIZE_BYTES + Number(headerBytes);
-  if (headerEnd > file.length)
-    throw new AttentionError('bytes', `${headerBytes} bytes of header after the ${HEADER_SIZE_BYTES}-byte size, as it says`, `${file.length - HEADER_SIZE_BYTES} bytes after the size`);
-  const { header, names } = parseHeader(file.subarray(HEADER_SIZE_BYTES, headerEnd));
-  const data = file.subarray(headerEnd);
-  const entries = [];
-  for (const name of names) {
-    if (name === METADATA_KEY) checkMetadata(header[name]);
-    else entries.push(readEntry(name, header[name], data.length));
+// One file's header checked and its tensors read: { metadata, tensors: [[name, tensor]] }. Errors
+// name the file as `argument` ('bytes', or 'bytes[i]' for a shard).
+function readFile(bytes, argument, f16) {
+  const named = (error) => {
+    if (error instanceof AttentionError && argument !== 'bytes')
+      return new AttentionError(error.argument.replace(/^bytes/, argument), error.expected, error.got);
+    return error;
+  };
+  try {
+    const file = asBytes(bytes);
+    if (file.length < HEADER_SIZE_BYTES)
+      throw new AttentionError('bytes', `a .safetensors file: at least the ${HEADER_SIZE_BYTES} bytes of its header size`, `${file.length} bytes`);
+    const headerBytes = new DataView(file.buffer, file.byteOffset, HEADER_SIZE_BYTES).getBigUint64(0, true);
+    if (headerBytes > BigInt(MAX_HEADER_BYTES))
+      throw new AttentionError('bytes', `a header size of at most ${MAX_HEADER_BYTES} bytes (the reference implementation's limit)`, `${headerBytes}`);
+    const headerEnd = HEADER_SIZE_BYTES + Number(headerBytes);
+    if (headerEnd > file.length)
+      throw new AttentionError('bytes', `${headerBytes} bytes of header after the ${HEADER_SIZE_BYTES}-byte size, as it says`, `${file.length - HEADER_SIZE_BYTES} bytes after the size`);
+    const { header, names } = parseHeader(file.subarray(HEADER_SIZE_BYTES, headerEnd));
+    const data = file.subarray(headerEnd);
+    const entries = [];
+    for (const name of names) {
+      if (name === METADATA_KEY) checkMetadata(header[name]);
+      else entries.push(readEntry(name, header[name], data.length));
+    }
+    checkCoverage(entries, data.length);
+    const tensors = entries.map(({ name, dtype, shape, begin }) => {
+      const { Words, toFloats, toHalves } = DTYPES.get(dtype);
+      const words = readWords(data, begin, numel(shape), Words);
+      return [name, f16 ? { data: toHalves(words), shape, dtype: 'f16' } : { data: toFloats(words), shape }];
+    });
+    return { metadata: header[METADATA_KEY] ?? {}, tensors };
+  } catch (error) {
+    throw named(error);
   }
-  checkCoverage(entries, data.length);
-  return new Map(
-    entries.map(({ name, dtype, shape, begin }) => {
-      const { Words, toFloats } = DTYPES.get(dtype);
-      return [name, { data: toFloats(readWords(data, begin, numel(shape), Words)), shape }];
-    }),
-  );
+}
+
+/**
+ * The tensors of a .safetensors file, or of a model's shards, in the headers' order (shard after
+ * shard): name → { data: Float32Array, shape }, or with `dtype: 'f16'` name → { data: Uint16Array
+ * (binary16 bits; F32 and BF16 rounded to nearest even), shape, dtype: 'f16' }. The map's
+ * `metadata` is the files' `__metadata__` (a shard's keys do not replace an earlier shard's). A
+ * name in two shards is an error; so is anything malformed, named (`bytes`, or `bytes[i]` for a
+ * shard, with the tensor); nothing past the bytes is read.
+ */
+export function loadSafetensors(bytes, dtype = 'f32') {
+  // An array of numbers is a file's bytes in the wrong container, not shards.
+  if (Array.isArray(bytes) && bytes.some((shard) => typeof shard === 'number'))
+    throw new AttentionError('bytes', 'an ArrayBuffer, Uint8Array or Buffer holding a .safetensors file, or an array of them (shards)', 'an array of numbers');
+  const files = Array.isArray(bytes) ? bytes.map((shard, i) => [shard, `bytes[${i}]`]) : [[bytes, 'bytes']];
+  if (files.length === 0) throw new AttentionError('bytes', 'a .safetensors file, or an array of its shards', 'an empty array');
+  const tensors = new Map();
+  const where = new Map();
+  const metadata = {};
+  for (const [file, argument] of files) {
+    const read = readFile(file, argument, dtype === 'f16');
+    for (const [key, value] of Object.entries(read.metadata)) if (!(key in metadata)) metadata[key] = value;
+    for (const [name, tensor] of read.tensors) {
+      if (tensors.has(name))
+        throw new AttentionError(`${argument}: tensor '${name}'`, 'a name no other shard has', `the name of a tensor of ${where.get(name)} too`);
+      tensors.set(name, tensor);
+      where.set(name, argument);
+    }
+  }
+  return Object.defineProperty(tensors, 'metadata', { value: Object.freeze(metadata), enumerable: false });
 }

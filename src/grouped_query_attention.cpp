@@ -108,8 +108,9 @@ Status GroupedQueryAttention::check_cache(const Shape& x, const KVCache& cache) 
   if (!cache.check_append(key, key).ok())
     return Status::invalid("x",
                            "[" + std::to_string(x[0]) + ", t ≤ " + std::to_string(c.max_length - cache.length()) +
-                               ", " + std::to_string(g.hidden_size) + "] (the cache holds " +
-                               std::to_string(cache.length()) + " of maxLength " + std::to_string(c.max_length) + ")",
+                               ", " + std::to_string(g.hidden_size) + "] (opts.cache holds " +
+                               std::to_string(cache.length()) + " of maxLength " + std::to_string(c.max_length) +
+                               ": truncate() or reset() it, or createCache() a larger one)",
                            x.str());
   return Status::success();
 }

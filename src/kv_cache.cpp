@@ -82,7 +82,8 @@ Status KVCache::check_append(const Shape& key, const Shape& value) const {
                            dims({batch, heads, "t ≤ " + std::to_string(c.max_length - length_),
                                  std::to_string(c.head_dim)}) +
                                " (maxLength " + std::to_string(c.max_length) + ", " + std::to_string(length_) +
-                               " held)",
+                               " held; to hold more, truncate() or reset() the cache, or create it with a larger "
+                               "maxLength)",
                            key.str());
   return Status::success();
 }

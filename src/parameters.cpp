@@ -23,8 +23,20 @@ std::string Parameters::names() const {
 Status Parameters::load(const std::vector<NamedTensor>& state_dict) {
   for (const NamedTensor& given : state_dict) {
     const auto match = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.name == given.name; });
-    if (match == entries_.end())
-      return Status::invalid(entry(given.name), "no such entry (this module has " + names() + ")", given.tensor.shape.str());
+    if (match == entries_.end()) {
+      // A whole model's name ends in one of ours after a dot: say which prefix selects the layer.
+      const auto suffix = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) {
+        const size_t n = given.name.size(), m = e.name.size();
+        return n > m && given.name.compare(n - m, m, e.name) == 0 && given.name[n - m - 1] == '.';
+      });
+      const std::string hint =
+          suffix == entries_.end()
+              ? ""
+              : "; for one layer of a whole model's names, load with prefix '" +
+                    given.name.substr(0, given.name.size() - suffix->name.size()) + "'";
+      return Status::invalid(entry(given.name), "no such entry (this module has " + names() + hint + ")",
+                             given.tensor.shape.str());
+    }
     if (given.tensor.shape != match->shape) return Status::invalid(entry(given.name), match->shape.str(), given.tensor.shape.str());
     Status data = check_data(given.tensor, entry(given.name));
     if (!data.ok()) return data;

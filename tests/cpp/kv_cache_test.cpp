@@ -185,7 +185,9 @@ TEST_CASE("refused cache calls name the argument and change nothing", "[kv_cache
   const std::vector<float> two(2 * 2 * 4);
   attn::Status s = cache->append({two.data(), {1, 2, 2, 4}}, {two.data(), {1, 2, 2, 4}});
   REQUIRE(s.argument == "key");
-  REQUIRE(s.expected == "[1, 2, t ≤ 1, 4] (maxLength 5, 4 held)");
+  REQUIRE(s.expected ==
+          "[1, 2, t ≤ 1, 4] (maxLength 5, 4 held; to hold more, truncate() or reset() the cache, or create it with a "
+          "larger maxLength)");
   s = cache->append({two.data(), {1, 2, 1, 4}}, {two.data(), {1, 2, 1, 3}});
   REQUIRE(s.argument == "value");
   REQUIRE(cache->truncate(5).argument == "length");

@@ -328,7 +328,7 @@ const BAD_CALLS = {
   'an append past maxLength': {
     call: (attn) => decoding(attn).cache.append(f32([1, 2, 3, 4]), f32([1, 2, 3, 4])),
     argument: /^key$/,
-    message: ['[1, 2, 3, 4]', 't ≤ 2', 'maxLength 5, 3 held'],
+    message: ['[1, 2, 3, 4]', 't ≤ 2', 'maxLength 5, 3 held; to hold more, truncate() or reset() the cache, or create it with a larger maxLength'],
   },
   'an append whose value has fewer positions': {
     call: (attn) => decoding(attn).cache.append(f32([1, 2, 1, 4]), f32([1, 2, 2, 4])),
@@ -422,7 +422,36 @@ const BAD_CALLS = {
     argument: /k_proj\.weight/,
     message: ['[8, 16]'],
   },
+  'a prefix without its trailing dot': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2).loadStateDict(wholeModelNames(), { prefix: 'model.layers.1.self_attn' }),
+    argument: /^prefix$/,
+    message: ["a prefix ending in '.' ('model.layers.1.self_attn.'", "got 'model.layers.1.self_attn'"],
+  },
+  "a whole model's names without a prefix": {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2).loadStateDict(wholeModelNames()),
+    argument: /^stateDict\['model\.layers\.0\.self_attn\.q_proj\.weight'\]$/,
+    message: ["no such entry (this module has q_proj.weight, k_proj.weight, v_proj.weight, o_proj.weight; for one layer of a whole model's names, load with prefix 'model.layers.0.self_attn.')"],
+  },
+  'a prefix that stops short of the layer': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2).loadStateDict(wholeModelNames(), { prefix: 'model.' }),
+    argument: /^stateDict\['model\.layers\.0\.self_attn\.q_proj\.weight'\]$/,
+    message: ["load with prefix 'model.layers.0.self_attn.'"],
+  },
+  'GroupedQueryAttention input past its cache, which says how to make room': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 5, 16]), { cache: decoding(attn).gqaCache }),
+    argument: /^x$/,
+    message: ['opts.cache holds 0 of maxLength 4', 'truncate() or reset() it, or createCache() a larger one'],
+  },
 };
+
+// Two layers of a GroupedQueryAttention(16, 4, 2) under Hugging Face's names, as a model's file holds them.
+function wholeModelNames() {
+  const names = {};
+  for (const layer of [0, 1])
+    for (const [name, shape] of [['q_proj', [16, 16]], ['k_proj', [8, 16]], ['v_proj', [8, 16]], ['o_proj', [16, 16]]])
+      names[`model.layers.${layer}.self_attn.${name}.weight`] = f32(shape);
+  return names;
+}
 
 // The cache and block the bad calls above use, one of each per instance.
 const decodingObjects = new WeakMap();
@@ -476,6 +505,20 @@ describe('bad input throws AttentionError and leaves the instance working', () =
       assertAttentionError(() => bad.call(attn), bad);
       assertStillGood();
     });
+  }
+});
+
+test('a KVCache of another instance is named as such', async () => {
+  const other = await init();
+  try {
+    const foreign = new other.KVCache({ heads: 2, headDim: 2, maxLength: 4 });
+    assertAttentionError(() => decoding(attn).gqa.forward(f32([1, 1, 16]), { cache: foreign }), {
+      argument: /^cache$/,
+      message: ["a KVCache of this instance (make it with this instance's KVCache or createCache())", 'got a KVCache of another init() instance'],
+    });
+    assertStillGood();
+  } finally {
+    other.dispose();
   }
 });
 

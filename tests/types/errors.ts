@@ -129,6 +129,10 @@ new attn.GroupedQueryAttention(64, 8);
 new attn.GroupedQueryAttention(64, 8, 2).forward(q, { cache: {} });
 // @ts-expect-error loadSafetensors takes the file's bytes, not its name
 attn.loadSafetensors('model.safetensors');
+// @ts-expect-error binary16 tensors hold Uint16Array bits, not floats
+const notFloats: Float32Array | undefined = attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }).get('w')?.data;
+// @ts-expect-error dtype is 'f32' or 'f16'
+attn.loadSafetensors(new Uint8Array(8), { dtype: 'bf16' });
 // @ts-expect-error constructor arguments are read-only
 mha.embedDim = 16;
 // @ts-expect-error training is switched with train() / eval()

@@ -162,6 +162,11 @@ const loaded: MultiheadAttention = mha.loadStateDict(stateDict).loadStateDict(as
 // A whole model's tensors, of which one layer's attention is read.
 const file: Map<string, ResultTensor> = attn.loadSafetensors(new Uint8Array(8));
 attn.loadSafetensors(new ArrayBuffer(8));
+// A model in shards, its metadata, and binary16 tensors.
+const shards = attn.loadSafetensors([new Uint8Array(8), new ArrayBuffer(8)], { dtype: 'f32' });
+const format: string | undefined = shards.metadata.format;
+const halves = attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' });
+const halfBits: Uint16Array | undefined = halves.get('q_proj.weight')?.data;
 const fileShape: number[] | undefined = file.get('layers.0.attn.in_proj_weight')?.shape;
 mha.loadStateDict(file, { prefix: 'layers.0.attn.' }).loadStateDict(stateDict, {});
 const loadOptions: LoadStateDictOptions = { prefix: '' };
