@@ -424,7 +424,11 @@ export interface KVCacheAttendOptions {
   alibi?: boolean | Float32Array;
   /** Key `j` visible iff `|p_i − j| < window`. Default the cache's; at most the cache's. */
   window?: number;
-  /** Broadcastable to `[batch, Hq, n, length]`: boolean 1 = may attend, or additive. */
+  /**
+   * Broadcastable to `[batch, Hq, n, length]`: boolean 1 = may attend, or additive. PyTorch's
+   * broadcasting: a rank-2 mask is `[n, length]`; a padding mask per row (Hugging Face's
+   * `attention_mask [batch, length]`) goes as `[batch, 1, 1, length]`.
+   */
   attnMask?: Mask | null;
   /** Default false. Weight columns are the held positions, oldest first. */
   needWeights?: boolean;
@@ -499,7 +503,11 @@ export interface GroupedQueryAttentionForwardOptions {
   cache?: KVCache | null;
   /** RoPE positions `[t]` (numbers or an Int32Array) or `[N, t]`. Default `cache.position + 0 … t−1`, or `0 … t−1`. */
   positions?: readonly number[] | Int32Array | IdsTensor;
-  /** Broadcastable to `[N, numHeads, t, m]`: boolean 1 = may attend (left padding), or additive. */
+  /**
+   * Broadcastable to `[N, numHeads, t, m]`: boolean 1 = may attend (left padding), or additive.
+   * PyTorch's broadcasting: a rank-2 mask is `[t, m]`, not Hugging Face's `attention_mask [N, m]`,
+   * which goes as `[N, 1, 1, m]`.
+   */
   attnMask?: Mask | null;
   /** Default false. */
   needWeights?: boolean;
