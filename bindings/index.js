@@ -1,4 +1,4 @@
-// The public API (see API-CONTRACT.md): init() and the Attention instance it returns. Embind is a
+// The public API (documented in index.d.ts and the README): init() and the Attention instance it returns. Embind is a
 // private layer below; everything users touch is validated here and in the modules it imports.
 import { AttentionError, describe, keepClassNames } from './errors.js';
 import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';

@@ -128,7 +128,7 @@ async function wasmSource(name, { wasmBaseUrl, wasmBinary }) {
   if (wasmBinary?.[name]) return { bytes: wasmBinary[name], argument: `wasmBinary.${name}` };
   const url = wasmBaseUrl ? new URL(`attention-${name}.wasm`, wasmBaseUrl) : BUILDS[name].wasm();
   if (isNode && url.protocol === 'file:') {
-    // Node's fetch cannot load file: URLs (TOOLCHAIN.md, pitfall 3): read the bytes.
+    // Node's fetch cannot load file: URLs (CONTRIBUTING.md, toolchain pitfall 3): read the bytes.
     const { readFile } = await nodeBuiltin('node:fs/promises');
     try {
       return { bytes: await readFile(url), url };

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 
-# Debian's emscripten finds acorn only through NODE_PATH (TOOLCHAIN.md, pitfall 1).
+# Debian's emscripten finds acorn only through NODE_PATH (CONTRIBUTING.md, toolchain pitfall 1).
 export NODE_PATH=/usr/share/nodejs
 jobs=$(nproc)
 

@@ -1,5 +1,5 @@
 // Shared set-up for the browser tests: the demo server (scripts/serve.mjs, with COOP/COEP and the
-// strict CSP) and Debian's Chromium driven by playwright-core, launched as TOOLCHAIN.md says.
+// strict CSP) and Debian's Chromium driven by playwright-core, launched as CONTRIBUTING.md says (toolchain pitfall 8).
 // Not a test file itself (node --test only runs *.test.js here).
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -28,7 +28,7 @@ export function browserForFile() {
 export async function openBrowser({ args = [] } = {}) {
   const server = await startServer({ port: 0 });
   const userDataDir = await mkdtemp(join(tmpdir(), 'chr-'));
-  // As in TOOLCHAIN.md: Debian's Chromium as root, kept off the (closed) internet.
+  // CONTRIBUTING.md, toolchain pitfall 8: Debian's Chromium as root, kept off the (closed) internet.
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: '/usr/bin/chromium',
     headless: true,
