@@ -22,3 +22,5 @@ await build({
   logLevel: 'warning',
 });
 await copyFile(new URL('bindings/index.d.ts', root), new URL('dist/index.d.mts', root));
+// CommonJS require() gets an error that says the package is ESM only.
+await copyFile(new URL('bindings/require.cjs', root), new URL('dist/index.cjs', root));

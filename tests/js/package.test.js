@@ -54,7 +54,8 @@ test('the tarball holds the built API and nothing else', async () => {
   assert.ok(types.size > 0, 'dist/index.d.mts is not empty');
 });
 
-// Exactly what users download: the bundle, its types, the five builds and their glue, the pthread
+// Exactly what users download: the bundle, its types, the CommonJS stub that says the package is
+// ESM only, the five builds and their glue, the pthread
 // workers (with the package.json that keeps them CommonJS), and the four top-level files.
 const EXPECTED_FILES = [
   'CHANGELOG.md',
@@ -72,6 +73,7 @@ const EXPECTED_FILES = [
   'dist/attention-threads.mjs',
   'dist/attention-threads.wasm',
   'dist/attention-threads.worker.js',
+  'dist/index.cjs',
   'dist/index.d.mts',
   'dist/index.mjs',
   'dist/package.json',
@@ -115,8 +117,8 @@ test(`a one-thread page loads at most ${PAGE_BUDGET / 1024} KiB gzipped`, async 
 test('package.json describes a real ESM package', async () => {
   const manifest = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8'));
   assert.equal(manifest.type, 'module');
-  assert.deepEqual(manifest.exports['.'], { types: './dist/index.d.mts', import: './dist/index.mjs' });
-  assert.deepEqual(Object.keys(manifest.exports['.']), ['types', 'import'], '"types" comes first, as TypeScript requires');
+  assert.deepEqual(manifest.exports['.'], { types: './dist/index.d.mts', import: './dist/index.mjs', require: './dist/index.cjs' });
+  assert.deepEqual(Object.keys(manifest.exports['.']), ['types', 'import', 'require'], '"types" comes first, as TypeScript requires');
   assert.equal(manifest.sideEffects, false);
   assert.equal(manifest.license, 'MIT');
   assert.match(manifest.engines.node, />=\s*20/);
@@ -152,6 +154,11 @@ console.log(JSON.stringify({ features: attn.features, output: [...output.data], 
   );
   const { stdout } = await run(process.execPath, ['main.js'], { cwd: project });
   const got = JSON.parse(stdout);
+
+  // CommonJS gets an error that says what to do instead.
+  await writeFile(join(project, 'main.cjs'), "try { require('attention-wasm'); console.log('loaded'); } catch (e) { console.log(e.message); }\n");
+  const { stdout: required } = await run(process.execPath, ['main.cjs'], { cwd: project });
+  assert.match(required, /^attention-wasm is ESM only: use import\(\)/);
 
   const e2 = Math.exp(2);
   const want = {
