@@ -130,27 +130,21 @@ class Struct {
     return *this;
   }
   template <auto member>
-  Struct& number(const char* name) {
-    object_.field(name, &Field<member>::number, &Field<member>::set_number);
-    return *this;
-  }
+  Struct& number(const char* name) { return field(name, &Field<member>::number, &Field<member>::set_number); }
   template <auto member>
-  Struct& pointer(const char* name) {
-    object_.field(name, &Field<member>::pointer, &Field<member>::set_pointer);
-    return *this;
-  }
+  Struct& pointer(const char* name) { return field(name, &Field<member>::pointer, &Field<member>::set_pointer); }
   template <auto member>
-  Struct& optional(const char* name) {
-    object_.field(name, &Field<member>::optional, &Field<member>::set_optional);
-    return *this;
-  }
+  Struct& optional(const char* name) { return field(name, &Field<member>::optional, &Field<member>::set_optional); }
   template <auto member>
-  Struct& shape(const char* name) {
-    object_.field(name, &Field<member>::shape, &Field<member>::set_shape);
+  Struct& shape(const char* name) { return field(name, &Field<member>::shape, &Field<member>::set_shape); }
+
+ private:
+  template <class Getter, class Setter>
+  Struct& field(const char* name, Getter get, Setter set) {
+    object_.field(name, get, set);
     return *this;
   }
 
- private:
   emscripten::value_object<S> object_;
 };
 
