@@ -182,13 +182,41 @@ void register_structs() {
       .plain<&SdpaOptions::query_document_ids>("queryDocumentIds")
       .plain<&SdpaOptions::key_document_ids>("keyDocumentIds")
       .plain<&SdpaOptions::shared_document_ids>("sharedDocumentIds");
+  using attn::RopeScaling, attn::RopeType;
+  enum_<RopeType>("_RopeType")
+      .value("default", RopeType::standard)
+      .value("linear", RopeType::linear)
+      .value("dynamic", RopeType::dynamic)
+      .value("yarn", RopeType::yarn)
+      .value("longrope", RopeType::longrope)
+      .value("llama3", RopeType::llama3)
+      .value("given", RopeType::given);
+  Struct<RopeScaling>("_RopeScaling")
+      .plain<&RopeScaling::type>("type")
+      .optional<&RopeScaling::factor>("factor")
+      .optional<&RopeScaling::attention_factor>("attentionFactor")
+      .optional<&RopeScaling::beta_fast>("betaFast")
+      .optional<&RopeScaling::beta_slow>("betaSlow")
+      .optional<&RopeScaling::mscale>("mscale")
+      .optional<&RopeScaling::mscale_all_dim>("mscaleAllDim")
+      .plain<&RopeScaling::truncate>("truncate")
+      .optional<&RopeScaling::low_freq_factor>("lowFreqFactor")
+      .optional<&RopeScaling::high_freq_factor>("highFreqFactor")
+      .optional<&RopeScaling::original_max_position_embeddings>("originalMaxPositionEmbeddings")
+      .optional<&RopeScaling::max_position_embeddings>("maxPositionEmbeddings")
+      .pointer<&RopeScaling::short_factor>("shortFactor")
+      .pointer<&RopeScaling::long_factor>("longFactor")
+      .number<&RopeScaling::factor_count>("factorCount")
+      .pointer<&RopeScaling::inv_freq>("invFreq")
+      .number<&RopeScaling::inv_freq_count>("invFreqCount")
+      .number<&RopeScaling::attention_scaling>("attentionScaling");
   Struct<RopeOptions>("_RopeOptions")
-      .pointer<&RopeOptions::positions>("positions")
-      .number<&RopeOptions::position_count>("positionCount")
+      .plain<&RopeOptions::positions>("positions")
       .number<&RopeOptions::offset>("offset")
       .number<&RopeOptions::base>("base")
       .optional<&RopeOptions::rotary_dim>("rotaryDim")
-      .plain<&RopeOptions::interleaved>("interleaved");
+      .plain<&RopeOptions::interleaved>("interleaved")
+      .plain<&RopeOptions::scaling>("scaling");
   using attn::KVCacheConfig, attn::CacheAttendOptions;
   Struct<KVCacheConfig>("_KVCacheConfig")
       .number<&KVCacheConfig::batch>("batch")
@@ -207,7 +235,15 @@ void register_structs() {
       .number<&CacheAttendOptions::alibi_slope_count>("alibiSlopeCount")
       .optional<&CacheAttendOptions::window>("window")
       .plain<&CacheAttendOptions::attn_mask>("attnMask");
-  using attn::GroupedQueryAttentionConfig, attn::GroupedQueryAttentionOptions;
+  using attn::GroupedQueryAttentionConfig, attn::GroupedQueryAttentionOptions, attn::QkNorm, attn::QkNormScope;
+  enum_<QkNormScope>("_QkNormScope")
+      .value("none", QkNormScope::none)
+      .value("head", QkNormScope::head)
+      .value("all", QkNormScope::all);
+  Struct<QkNorm>("_QkNorm")
+      .plain<&QkNorm::scope>("scope")
+      .number<&QkNorm::eps>("eps")
+      .plain<&QkNorm::unit_offset>("unitOffset");
   Struct<GroupedQueryAttentionConfig>("_GroupedQueryAttentionConfig")
       .number<&GroupedQueryAttentionConfig::hidden_size>("hiddenSize")
       .number<&GroupedQueryAttentionConfig::num_heads>("numHeads")
@@ -220,10 +256,13 @@ void register_structs() {
       .optional<&GroupedQueryAttentionConfig::rotary_dim>("rotaryDim")
       .optional<&GroupedQueryAttentionConfig::sliding_window>("slidingWindow")
       .optional<&GroupedQueryAttentionConfig::softcap>("softcap")
-      .optional<&GroupedQueryAttentionConfig::scale>("scale");
+      .optional<&GroupedQueryAttentionConfig::scale>("scale")
+      .plain<&GroupedQueryAttentionConfig::rope_scaling>("ropeScaling")
+      .plain<&GroupedQueryAttentionConfig::qk_norm>("qkNorm");
   Struct<GroupedQueryAttentionOptions>("_GroupedQueryAttentionOptions")
       .plain<&GroupedQueryAttentionOptions::positions>("positions")
       .plain<&GroupedQueryAttentionOptions::attn_mask>("attnMask")
+      .plain<&GroupedQueryAttentionOptions::attention_mask>("attentionMask")
       .pointer<&GroupedQueryAttentionOptions::cache>("cache");
 }
 
@@ -407,12 +446,14 @@ val cache_create(const attn::KVCacheConfig& config) {
 
 void cache_destroy(uintptr_t handle) { delete cache_of(handle); }
 
-val cache_append_check(uintptr_t handle, const attn::TensorView& key, const attn::TensorView& value) {
-  return to_js(cache_of(handle)->check_append(key.shape, value.shape));
+val cache_append_check(uintptr_t handle, const attn::TensorView& key, const attn::TensorView& value,
+                       const attn::MaskView& mask) {
+  return to_js(cache_of(handle)->check_append(key.shape, value.shape, mask));
 }
 
-val cache_append(uintptr_t handle, const attn::TensorView& key, const attn::TensorView& value) {
-  return to_js(cache_of(handle)->append(key, value));
+val cache_append(uintptr_t handle, const attn::TensorView& key, const attn::TensorView& value,
+                 const attn::MaskView& mask) {
+  return to_js(cache_of(handle)->append(key, value, mask));
 }
 
 val cache_attend_check(uintptr_t handle, const attn::TensorView& query, const attn::CacheAttendOptions& options) {
@@ -435,6 +476,7 @@ double cache_length(uintptr_t handle) { return static_cast<double>(cache_of(hand
 double cache_position(uintptr_t handle) { return static_cast<double>(cache_of(handle)->position()); }
 void cache_keys(uintptr_t handle, uintptr_t out) { cache_of(handle)->copy_keys(reinterpret_cast<float*>(out)); }
 void cache_values(uintptr_t handle, uintptr_t out) { cache_of(handle)->copy_values(reinterpret_cast<float*>(out)); }
+void cache_mask(uintptr_t handle, uintptr_t out) { cache_of(handle)->copy_mask(reinterpret_cast<uint8_t*>(out)); }
 
 // ---- GroupedQueryAttention -----------------------------------------------------------------
 
@@ -508,6 +550,7 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_cachePosition", &cache_position);
   function("_cacheKeys", &cache_keys);
   function("_cacheValues", &cache_values);
+  function("_cacheMask", &cache_mask);
   function("_gqaCreate", &gqa_create);
   function("_gqaCheck", &gqa_check);
   function("_gqaForward", &gqa_forward);

@@ -6,6 +6,7 @@ import { createMasks } from './masks.js';
 import { createKVCacheClass } from './kv_cache.js';
 import { createModuleClasses } from './modules.js';
 import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } from './runtime.js';
+import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
 import { loadSafetensors } from './safetensors.js';
 import {
   checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM,
@@ -20,7 +21,7 @@ const SDPA_OPTIONS = [
   'attnMask', 'isCausal', 'scale', 'dropoutP', 'seed', 'needWeights',
   'enableGqa', 'window', 'softcap', 'alibi', 'documentIds', 'queryDocumentIds', 'keyDocumentIds',
 ];
-const ROPE_OPTIONS = ['positions', 'offset', 'base', 'rotaryDim', 'interleaved'];
+const ROPE_OPTIONS = ['positions', 'offset', 'base', 'rotaryDim', 'interleaved', ...ROPE_SCHEME_OPTIONS];
 
 // isCausal as the core's attn::Causal.
 const CAUSAL = new Map([[false, 'none'], [true, 'upperLeft'], ['upperLeft', 'upperLeft'], ['lowerRight', 'lowerRight']]);
@@ -162,7 +163,8 @@ class Attention {
 
   /**
    * Rotary position embedding of x [..., L, d]: a new tensor of the same shape. Angles
-   * pos · base^(−2k/r) are computed in double precision.
+   * pos · inv_freq[k] (base^(−2k/r) unless ropeScaling or invFreq say otherwise) are computed in
+   * double precision. positions: [L], or [N, L] for x [N, ..., L, d].
    */
   rope(x, opts) {
     const wasm = this.#runtime.enter('rope');
@@ -175,16 +177,19 @@ class Attention {
     const base = opts.base === undefined ? 10000 : checkPositive(opts.base, 'base');
     const rotaryDim = opts.rotaryDim === undefined ? undefined : checkNumber(opts.rotaryDim, 'rotaryDim', { min: 0, max: MAX_DIM, integer: true });
     const interleaved = checkBoolean(opts.interleaved, 'interleaved', false);
+    const scheme = checkRopeScheme(opts);
 
     const runtime = this.#runtime;
     runtime.checkRank(x.shape, 'x', '[..., L, d]');
-    // The core's RopeOptions: positions at `at`, or offset, offset + 1, … (positionCount -1).
-    const options = (at = 0) => ({ positions: at, positionCount: positions ? positions.length : -1, offset, base, rotaryDim, interleaved });
+    // The core's RopeOptions: positions and the scheme's tables at `at`; no positions: offset, offset + 1, …
+    const options = (at = {}) => ({
+      positions: idsView(positions, at.positions), offset, base, rotaryDim, interleaved, scaling: ropeScalingStruct(wasm, scheme, at.tables),
+    });
     throwIfFailed(wasm._ropeCheck(tensorView(0, x), options()));
     const [output] = runtime.invoke(
-      [[x.data, 'x'], [positions, 'positions']],
+      [[x.data, 'x'], [positions?.data, 'positions'], [scheme.tables, 'ropeScaling']],
       [[x.shape, 'output', 0]],
-      ([input, at], [out]) => wasm._rope(tensorView(input, x), options(at), out),
+      ([input, at, tables], [out]) => wasm._rope(tensorView(input, x), options({ positions: at, tables }), out),
     );
     return output;
   }

@@ -2,8 +2,11 @@
 // init() gets its own class, bound to its own wasm instance.
 import { AttentionError, describe, keepClassNames } from './errors.js';
 import { adopt, expose, internals, live, release } from './owned.js';
+import { HeapScope, heapBuffer } from './heap.js';
 import { disposeSymbol, maskView, tensorView, throwIfFailed } from './runtime.js';
-import { checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, MAX_DIM } from './validate.js';
+import {
+  checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
+} from './validate.js';
 
 const CONFIG = ['batch', 'heads', 'headDim', 'valueDim', 'maxLength', 'dtype', 'window'];
 const ATTEND_OPTIONS = ['isCausal', 'scale', 'softcap', 'alibi', 'window', 'attnMask', 'needWeights'];
@@ -62,16 +65,23 @@ export function createKVCacheClass(runtime) {
       return wasm._cachePosition(state.handle);
     }
 
-    /** Appends key [batch, heads, t, headDim] and value [batch, heads, t, valueDim]. Returns this. */
-    append(key, value) {
+    /**
+     * Appends key [batch, heads, t, headDim] and value [batch, heads, t, valueDim]. opts.mask:
+     * Hugging Face's attention_mask of these positions, [batch, t] (1 a token, 0 padding), kept so
+     * that attend() hides padded keys. Returns this.
+     */
+    append(key, value, opts) {
       const { state, wasm } = live(this, 'append');
       checkTensor(key, 'key');
       checkTensor(value, 'value');
+      opts = checkOptions(opts, ['mask']);
+      const mask = checkTokenMask(opts.mask, 'mask');
       runtime.checkRank(key.shape, 'key', '[batch, heads, t, headDim]');
       runtime.checkRank(value.shape, 'value', '[batch, heads, t, valueDim]');
-      throwIfFailed(wasm._cacheAppendCheck(state.handle, tensorView(0, key), tensorView(0, value)));
-      runtime.invoke([[key.data, 'key'], [value.data, 'value']], [], ([k, v]) =>
-        wasm._cacheAppend(state.handle, tensorView(k, key), tensorView(v, value)));
+      if (mask) runtime.checkRank(mask.shape, 'mask', '[batch, t]');
+      throwIfFailed(wasm._cacheAppendCheck(state.handle, tensorView(0, key), tensorView(0, value), maskView(wasm, mask)));
+      runtime.invoke([[key.data, 'key'], [value.data, 'value'], [mask?.data, 'mask']], [], ([k, v, m]) =>
+        wasm._cacheAppend(state.handle, tensorView(k, key), tensorView(v, value), maskView(wasm, mask, m)));
       return this;
     }
 
@@ -131,6 +141,20 @@ export function createKVCacheClass(runtime) {
     /** The held values as float32 [batch, heads, length, valueDim], oldest first. */
     values() {
       return this.#copy('values', this.valueDim, (wasm, handle, out) => wasm._cacheValues(handle, out));
+    }
+
+    /** The held attention mask as { data: Uint8Array, shape: [batch, length] } (1 a token, 0 padding), oldest first. */
+    mask() {
+      const { state, wasm } = live(this, 'mask');
+      const length = wasm._cacheLength(state.handle);
+      const heap = new HeapScope(wasm);
+      try {
+        const pointer = heap.alloc(this.batch * length, 'mask');
+        wasm._cacheMask(state.handle, pointer);
+        return { data: new Uint8Array(heapBuffer(wasm), pointer, this.batch * length).slice(), shape: [this.batch, length] };
+      } finally {
+        heap.free();
+      }
     }
 
     #copy(method, width, read) {

@@ -1,12 +1,15 @@
 // The attention modules: PyTorch-style classes over core objects held in wasm memory. Each
 // instance of init() gets its own classes, bound to its own wasm instance.
-import { AttentionError, describe, keepClassNames } from './errors.js';
+import { AttentionError, describe, keepClassNames, shapeString } from './errors.js';
 import { cacheHandle } from './kv_cache.js';
 import {
-  checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM, numel,
+  checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
+  numel,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
 import { disposeSymbol, idsView, maskType, maskView, tensorView, throwIfFailed } from './runtime.js';
+import { configArguments } from './from_config.js';
+import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
 
 function checkSize(value, argument) {
   return checkNumber(value, argument, { min: 1, max: MAX_DIM, integer: true });
@@ -187,14 +190,20 @@ function spillFor(module, query, key, needWeights) {
   return packedBytes >= SPILL_ABOVE_BYTES ? new Float32Array(numel(query.shape)) : null;
 }
 
-// positions of GroupedQueryAttention: [t] as an Int32Array or numbers, or [N, t] as { data: Int32Array, shape }.
-function checkTokenPositions(value) {
+const GQA_OPTIONS = ['headDim', 'qkvBias', 'outputBias', 'ropeBase', 'ropeInterleaved', 'rotaryDim', 'qkNorm', 'slidingWindow', 'softcap', 'scale'];
+
+// qkNorm: { scope: 'head' | 'all', eps = 1e-6, unitOffset = false }, or none.
+function checkQkNorm(value) {
   if (value === undefined || value === null) return null;
-  if (value instanceof Int32Array || Array.isArray(value)) {
-    const data = checkPositions(value);
-    return { data, shape: [data.length] };
-  }
-  return checkIds(value, 'positions');
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new AttentionError('qkNorm', "{ scope: 'head' | 'all', eps, unitOffset }", describe(value));
+  checkOptions(value, ['scope', 'eps', 'unitOffset'], 'qkNorm');
+  if (value.scope === undefined) throw new AttentionError('qkNorm.scope', "'head' or 'all'", 'none');
+  return {
+    scope: checkChoice(value.scope, 'qkNorm.scope', ['head', 'all']),
+    eps: value.eps === undefined ? 1e-6 : checkNumber(value.eps, 'qkNorm.eps', { min: 0 }),
+    unitOffset: checkBoolean(value.unitOffset, 'qkNorm.unitOffset', false),
+  };
 }
 
 export function createModuleClasses(runtime, KVCache) {
@@ -346,16 +355,17 @@ export function createModuleClasses(runtime, KVCache) {
 
   class GroupedQueryAttention extends AttentionModule {
     /**
-     * Hugging Face's LlamaAttention / MistralAttention / Qwen2Attention / Gemma2Attention block.
-     * opts: headDim, qkvBias, outputBias, ropeBase, ropeInterleaved, rotaryDim, slidingWindow,
-     * softcap, scale.
+     * Hugging Face's LlamaAttention / MistralAttention / Qwen2Attention / Qwen3Attention /
+     * Gemma2Attention / Gemma3Attention / Phi3Attention / Olmo2Attention block. opts: headDim,
+     * qkvBias, outputBias, ropeBase, ropeInterleaved, rotaryDim, ropeScaling, maxPositionEmbeddings,
+     * invFreq, attentionScaling, qkNorm, slidingWindow, softcap, scale.
      */
     constructor(hiddenSize, numHeads, numKeyValueHeads, opts) {
       const wasm = runtime.enter('new GroupedQueryAttention');
       checkSize(hiddenSize, 'hiddenSize');
       checkSize(numHeads, 'numHeads');
       checkSize(numKeyValueHeads, 'numKeyValueHeads');
-      opts = checkOptions(opts, ['headDim', 'qkvBias', 'outputBias', 'ropeBase', 'ropeInterleaved', 'rotaryDim', 'slidingWindow', 'softcap', 'scale']);
+      opts = checkOptions(opts, [...GQA_OPTIONS, ...ROPE_SCHEME_OPTIONS]);
       const optional = (value, check) => (value === undefined || value === null ? null : check(value));
       const headDim = optional(opts.headDim, (v) => checkSize(v, 'headDim'));
       const config = {
@@ -371,11 +381,60 @@ export function createModuleClasses(runtime, KVCache) {
         softcap: optional(opts.softcap, (v) => checkPositive(v, 'softcap')),
         scale: optional(opts.scale, (v) => checkNumber(v, 'scale', { float32: true })),
       };
-      // The core's GroupedQueryAttentionConfig: headDim 0 and absent (null) optionals take its defaults.
-      const handle = wasm._gqaCreate({ ...config, headDim: headDim ?? 0 });
+      const qkNorm = checkQkNorm(opts.qkNorm);
+      const scheme = checkRopeScheme(opts);
+      // The core's GroupedQueryAttentionConfig: headDim 0 and absent (null) optionals take its
+      // defaults; the scheme's tables are read during the call.
+      let handle;
+      runtime.invoke([[scheme.tables, 'ropeScaling']], [], ([tables]) => {
+        handle = wasm._gqaCreate({
+          ...config, headDim: headDim ?? 0, ropeScaling: ropeScalingStruct(wasm, scheme, tables),
+          qkNorm: { scope: wasm._QkNormScope[qkNorm?.scope ?? 'none'], eps: qkNorm?.eps ?? 1e-6, unitOffset: qkNorm?.unitOffset ?? false },
+        });
+        return typeof handle === 'number' ? null : handle;
+      });
       super(runtime, 'GroupedQueryAttention', handle, 0);
       // The core derived headDim when not given (and refused sizes it does not divide).
-      expose(this, { ...config, headDim: headDim ?? hiddenSize / numHeads, rotaryDim: config.rotaryDim ?? headDim ?? hiddenSize / numHeads });
+      const derivedHeadDim = headDim ?? hiddenSize / numHeads;
+      expose(this, {
+        ...config, headDim: derivedHeadDim, rotaryDim: config.rotaryDim ?? derivedHeadDim, qkNorm,
+        ropeScaling: opts.ropeScaling ?? null, maxPositionEmbeddings: scheme.struct.maxPositionEmbeddings ?? null,
+      });
+    }
+
+    /**
+     * The attention block of layer `opts.layer` (0) of the model a parsed Hugging Face config.json
+     * describes: model_type llama, mistral, qwen2, qwen3, gemma2, gemma3_text (or gemma3's
+     * text_config), phi3 or olmo2.
+     */
+    static fromConfig(config, opts) {
+      runtime.enter('GroupedQueryAttention.fromConfig');
+      return new GroupedQueryAttention(...configArguments(config, opts));
+    }
+
+    /**
+     * As AttentionModule's, and Phi-3's fused qkv_proj.weight ([q | k | v] rows) in place of
+     * q_proj, k_proj and v_proj.
+     */
+    loadStateDict(stateDict, opts) {
+      live(this, 'loadStateDict');
+      const prefix = typeof opts?.prefix === 'string' ? opts.prefix : '';
+      const fusedName = `${prefix}qkv_proj.weight`;
+      const entries = stateDict instanceof Map ? stateDict : stateDict !== null && typeof stateDict === 'object' ? new Map(Object.entries(stateDict)) : null;
+      const fused = entries?.get(fusedName);
+      if (fused === undefined) return super.loadStateDict(stateDict, opts);
+      checkTensor(fused, `stateDict['${fusedName}']`);
+      const q = this.numHeads * this.headDim, kv = this.numKeyValueHeads * this.headDim, width = this.hiddenSize;
+      if (fused.shape.length !== 2 || fused.shape[0] !== q + 2 * kv || fused.shape[1] !== width)
+        throw new AttentionError(`stateDict['${fusedName}']`, `[${q + 2 * kv}, ${width}] (the rows of q_proj, k_proj and v_proj)`, shapeString(fused.shape));
+      const split = new Map(entries);
+      split.delete(fusedName);
+      for (const [name, first, rows] of [['q_proj', 0, q], ['k_proj', q, kv], ['v_proj', q + kv, kv]]) {
+        if (split.has(`${prefix}${name}.weight`))
+          throw new AttentionError(`stateDict['${prefix}${name}.weight']`, `either qkv_proj.weight or ${name}.weight, not both`, 'both');
+        split.set(`${prefix}${name}.weight`, { data: fused.data.subarray(first * width, (first + rows) * width), shape: [rows, width] });
+      }
+      return super.loadStateDict(split, opts);
     }
 
     /** A KVCache shaped for this block: numKeyValueHeads heads of headDim, window slidingWindow. */
@@ -390,22 +449,29 @@ export function createModuleClasses(runtime, KVCache) {
 
     /**
      * x [N, t, hiddenSize] → { output [N, t, hiddenSize], weights [N, numHeads, t, m] | null }.
-     * opts: cache (k and v appended, attention over all it holds), positions ([t] or [N, t]),
-     * attnMask (broadcastable to [N, numHeads, t, m], boolean 1 = may attend), needWeights.
+     * opts: cache (k and v appended, attention over all it holds), attentionMask (Hugging Face's
+     * attention_mask [N, t], 1 a token, 0 padding; kept by the cache), positions ([t] or [N, t];
+     * default generate()'s), attnMask (broadcastable to [N, numHeads, t, m], boolean 1 = may
+     * attend), needWeights.
      */
     forward(x, opts) {
       const { state, wasm } = live(this, 'forward');
       checkTensor(x, 'x');
-      opts = checkOptions(opts, ['cache', 'positions', 'attnMask', 'needWeights']);
+      opts = checkOptions(opts, ['cache', 'positions', 'attentionMask', 'attnMask', 'needWeights']);
       const cache = opts.cache === undefined || opts.cache === null ? 0 : cacheHandle(opts.cache, runtime, 'cache');
-      const positions = checkTokenPositions(opts.positions);
+      const positions = checkPositions(opts.positions);
+      const tokens = checkTokenMask(opts.attentionMask, 'attentionMask');
       const mask = checkMask(opts.attnMask, 'attnMask');
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
       runtime.checkRank(x.shape, 'x', '[N, t, hiddenSize]');
       if (positions) runtime.checkRank(positions.shape, 'positions', '[t] or [N, t]');
+      if (tokens) runtime.checkRank(tokens.shape, 'attentionMask', '[N, t]');
       if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [N, numHeads, t, m]');
-      // The core's GroupedQueryAttentionOptions, with positions and mask at the given pointers.
-      const options = (at = {}) => ({ positions: idsView(positions, at.positions), attnMask: maskView(wasm, mask, at.mask), cache });
+      // The core's GroupedQueryAttentionOptions, with positions and masks at the given pointers.
+      const options = (at = {}) => ({
+        positions: idsView(positions, at.positions), attnMask: maskView(wasm, mask, at.mask),
+        attentionMask: maskView(wasm, tokens, at.tokens), cache,
+      });
       const { output, weights } = forward(
         state,
         null,
@@ -413,8 +479,8 @@ export function createModuleClasses(runtime, KVCache) {
           const result = wasm._gqaCheck(state.handle, tensorView(0, x), options());
           return result?.output && !needWeights ? { ...result, weights: null } : result;
         },
-        [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask']],
-        (_, [xp, at, m], out, w) => wasm._gqaForward(state.handle, tensorView(xp, x), options({ positions: at, mask: m }), out, w),
+        [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask'], [tokens?.data, 'attentionMask']],
+        (_, [xp, at, m, t], out, w) => wasm._gqaForward(state.handle, tensorView(xp, x), options({ positions: at, mask: m, tokens: t }), out, w),
       );
       return { output, weights };
     }

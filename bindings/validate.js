@@ -110,11 +110,34 @@ export function checkAlibi(value) {
   throw new AttentionError('alibi', 'true or a Float32Array of one slope per query head', describe(value));
 }
 
-// Positions as an Int32Array: given as one, or as integers that fit one.
+// Positions: [L] as an Int32Array or as integers that fit one, or [N, L] as { data: Int32Array,
+// shape }; null and undefined mean none.
 export function checkPositions(value) {
-  if (value === undefined) return null;
-  if (value instanceof Int32Array) return value;
+  if (value === undefined || value === null) return null;
+  if (value instanceof Int32Array) return { data: value, shape: [value.length] };
   const fits = (x) => Number.isInteger(x) && x >= -(2 ** 31) && x < 2 ** 31;
-  if (Array.isArray(value) && value.every(fits)) return Int32Array.from(value);
-  throw new AttentionError('positions', 'an Int32Array or an array of int32 integers (one per row, L)', describe(value));
+  if (Array.isArray(value) && value.every(fits)) return { data: Int32Array.from(value), shape: [value.length] };
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !ArrayBuffer.isView(value)) return checkIds(value, 'positions');
+  throw new AttentionError('positions', 'an Int32Array or an array of int32 integers ([L]), or { data: Int32Array, shape: [N, L] }', describe(value));
+}
+
+// Hugging Face's attention_mask: { data, shape } holding 1 (a token) and 0 (padding), in any typed
+// array or an array (booleans too), as a Uint8Array mask; null and undefined mean none.
+export function checkTokenMask(value, argument) {
+  if (value === undefined || value === null) return null;
+  const pattern = '{ data: Uint8Array | Int32Array | BigInt64Array | number[], shape } of 1 (a token) and 0 (padding)';
+  if (typeof value !== 'object' || ArrayBuffer.isView(value) || Array.isArray(value)) throw new AttentionError(argument, pattern, describe(value));
+  const { data } = value;
+  if (!Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView)))
+    throw new AttentionError(`${argument}.data`, 'a typed array or an array of 1 and 0', describe(data));
+  checkShape(value.shape, argument);
+  checkLength(value, argument);
+  const tokens = new Uint8Array(data.length);
+  for (let i = 0; i < data.length; ++i) {
+    const v = data[i];
+    if (v === 1 || v === 1n || v === true) tokens[i] = 1;
+    else if (!(v === 0 || v === 0n || v === false))
+      throw new AttentionError(`${argument}.data`, '1 (a token) and 0 (padding) only', `${describe(v)} at index ${i}`);
+  }
+  return { data: tokens, shape: value.shape };
 }

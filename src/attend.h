@@ -146,6 +146,8 @@ class SdpaPlan {
   // For query [..., n, d] against keys and values of shapes [..., m, d] and [..., m, dv], with
   // options that check_scaled_dot_product_attention accepted.
   Status prepare(const TensorView& query, const Shape& key, const Shape& value, const SdpaOptions& options);
+  // One more mask (a KV cache's padding) beside the options' attnMask.
+  void add_mask(const BroadcastMask& mask) { mask_.add(mask); }
 
   AttentionBlocks blocks;
 

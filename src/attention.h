@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "rope.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -61,23 +62,5 @@ Status check_scaled_dot_product_attention(const Shape& query, const Shape& key, 
 // With `weights` null no n x m buffer is allocated (the streaming path).
 Status scaled_dot_product_attention(const TensorView& query, const TensorView& key, const TensorView& value,
                                     const SdpaOptions& options, float* output, float* weights);
-
-// Rotary position embedding (RoPE) of x [..., L, d] into output (same shape; may be x itself).
-// With r = rotary_dim and k in [0, r/2), the angle of position pos is pos · base^(-2k/r), computed
-// in double precision; dims from r on pass through.
-struct RopeOptions {
-  // positions [position_count], or offset, offset + 1, … when position_count is -1.
-  const int32_t* positions = nullptr;
-  int64_t position_count = -1;
-  int64_t offset = 0;
-  double base = 10000.0;
-  std::optional<int64_t> rotary_dim;   // even, at most d; default d
-  // Rotate-half (GPT-NeoX, Hugging Face Llama) pairs dims k and k + r/2; interleaved (GPT-J, ONNX
-  // rotary_interleaved) pairs 2k and 2k + 1.
-  bool interleaved = false;
-};
-
-Status check_rope(const Shape& x, const RopeOptions& options);
-Status rope(const TensorView& x, const RopeOptions& options, float* output);
 
 }  // namespace attn

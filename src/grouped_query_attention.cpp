@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "attend.h"
 #include "attention.h"
 #include "buffer.h"
 #include "mask.h"
@@ -16,6 +17,19 @@ void swap_middle(const float* from, int64_t N, int64_t A, int64_t B, int64_t inn
     for (int64_t a = 0; a < A; ++a)
       for (int64_t b = 0; b < B; ++b)
         std::copy_n(from + ((n * A + a) * B + b) * inner, inner, to + ((n * B + b) * A + a) * inner);
+}
+
+// RMSNorm in place of each run of `width` floats in x[size], as Hugging Face's Qwen3RMSNorm and
+// Gemma3RMSNorm: x · rsqrt(mean(x²) + eps) · w, or · (1 + w), with w of `width`.
+void rms_norm(float* x, int64_t size, int64_t width, const float* w, const QkNorm& norm) {
+  for (int64_t start = 0; start < size; start += width) {
+    float* v = x + start;
+    double squares = 0.0;
+    for (int64_t e = 0; e < width; ++e) squares += static_cast<double>(v[e]) * v[e];
+    const double inverse = 1.0 / std::sqrt(squares / static_cast<double>(width) + norm.eps);
+    for (int64_t e = 0; e < width; ++e)
+      v[e] = static_cast<float>(v[e] * inverse) * (norm.unit_offset ? 1.0f + w[e] : w[e]);
+  }
 }
 
 }  // namespace
@@ -33,6 +47,11 @@ GroupedQueryAttention::GroupedQueryAttention(const GroupedQueryAttentionConfig& 
     v_proj_bias_ = parameters_.declare("v_proj.bias", {kv_size});
   }
   if (c.output_bias) o_proj_bias_ = parameters_.declare("o_proj.bias", {c.hidden_size});
+  if (c.qk_norm.scope != QkNormScope::none) {
+    const bool per_head = c.qk_norm.scope == QkNormScope::head;
+    q_norm_weight_ = parameters_.declare("q_norm.weight", {per_head ? c.head_dim : q_size});
+    k_norm_weight_ = parameters_.declare("k_norm.weight", {per_head ? c.head_dim : kv_size});
+  }
 }
 
 Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
@@ -67,7 +86,15 @@ Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
   if (c.softcap && !(*c.softcap > 0.0f && std::isfinite(*c.softcap)))
     return Status::invalid("softcap", "a positive finite number", number_string(*c.softcap));
   if (c.scale && !std::isfinite(*c.scale)) return Status::invalid("scale", "a finite number", number_string(*c.scale));
-  out->reset(new GroupedQueryAttention(c));
+  if (c.qk_norm.scope != QkNormScope::none && !(c.qk_norm.eps >= 0.0 && std::isfinite(c.qk_norm.eps)))
+    return Status::invalid("qkNorm.eps", "a finite number, at least 0", number_string(c.qk_norm.eps));
+  std::unique_ptr<GroupedQueryAttention> module(new GroupedQueryAttention(c));
+  s = module->frequencies_.prepare(c.rope_scaling, c.rope_base, rotary);
+  if (!s.ok()) return s;
+  // The module keeps its own copies of the scheme's arrays, in frequencies_.
+  RopeScaling& kept = module->config_.rope_scaling;
+  kept.short_factor = kept.long_factor = kept.inv_freq = nullptr;
+  *out = std::move(module);
   return Status::success();
 }
 
@@ -125,6 +152,13 @@ Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAt
   if (options.positions.present() && !((p.rank == 1 && p[0] == t) || (p.rank == 2 && p[0] == N && p[1] == t)))
     return Status::invalid("positions", "[" + std::to_string(t) + "] or [" + std::to_string(N) + ", " + std::to_string(t) + "]",
                            p.str());
+  const MaskView& tokens = options.attention_mask;
+  if (tokens.present() && (tokens.type != MaskType::boolean || tokens.shape.rank != 2 || tokens.shape[0] != N ||
+                           tokens.shape[1] != t))
+    return Status::invalid("attentionMask",
+                           "a boolean [" + std::to_string(N) + ", " + std::to_string(t) +
+                               "] (N, t: Hugging Face's attention_mask, 1 a token, 0 padding)",
+                           (tokens.type == MaskType::additive ? "a float " : "") + tokens.shape.str());
   if (options.cache) {
     Status s = check_cache(x, *options.cache);
     if (!s.ok()) return s;
@@ -145,50 +179,61 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
   Shape output_shape, weights_shape;
   Status s = first_failure({require_loaded("GroupedQueryAttention"),
                             check_forward(x.shape, options, &output_shape, &weights_shape), check_data(x, "x"),
-                            check_data(options.positions, "positions"), check_data(options.attn_mask, "attnMask")});
+                            check_data(options.positions, "positions"), check_data(options.attn_mask, "attnMask"),
+                            check_data(options.attention_mask, "attentionMask")});
   if (!s.ok()) return s;
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t N = x.shape[0], t = x.shape[1], rows = N * t, hd = c.head_dim;
   const int64_t q_size = c.num_heads * hd, kv_size = c.num_key_value_heads * hd;
   FloatBuffer projected, q, k, v;
+  Buffer<int32_t> default_positions;
   s = first_failure({projected.allocate(rows * q_size, "GroupedQueryAttention projections"),
                      q.allocate(rows * q_size, "GroupedQueryAttention queries"),
                      k.allocate(rows * kv_size, "GroupedQueryAttention keys"),
-                     v.allocate(rows * kv_size, "GroupedQueryAttention values")});
+                     v.allocate(rows * kv_size, "GroupedQueryAttention values"),
+                     default_positions.allocate(rows, "GroupedQueryAttention positions")});
   if (!s.ok()) return s;
   const auto bias = [&](int index) { return index >= 0 ? parameters_.get(index) : nullptr; };
-  // Each projection [N, t, heads, hd] goes to [N, heads, t, hd], the layout of attention's blocks.
+  // Each projection [N, t, heads, hd], QK-normed, goes to [N, heads, t, hd], the layout of
+  // attention's blocks.
+  const QkNorm& norm = c.qk_norm;
   linear(rows, x.data, c.hidden_size, q_weight_, bias(q_proj_bias_), projected.data(), q_size);
+  if (norm.scope != QkNormScope::none)
+    rms_norm(projected.data(), rows * q_size, parameters_.shape(q_norm_weight_)[0], parameters_.get(q_norm_weight_), norm);
   swap_middle(projected.data(), N, t, c.num_heads, hd, q.data());
   linear(rows, x.data, c.hidden_size, k_weight_, bias(k_proj_bias_), projected.data(), kv_size);
+  if (norm.scope != QkNormScope::none)
+    rms_norm(projected.data(), rows * kv_size, parameters_.shape(k_norm_weight_)[0], parameters_.get(k_norm_weight_), norm);
   swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, k.data());
   linear(rows, x.data, c.hidden_size, v_weight_, bias(v_proj_bias_), projected.data(), kv_size);
   swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, v.data());
 
-  // RoPE at the given positions ([t] for every row, or [N, t]), else from the cache's position.
-  RopeOptions rope_options;
-  rope_options.base = c.rope_base;
-  rope_options.rotary_dim = c.rotary_dim;
-  rope_options.interleaved = c.rope_interleaved;
-  rope_options.offset = options.cache ? options.cache->position() : 0;
-  const bool given = options.positions.present(), per_row = given && options.positions.shape.rank == 2;
-  if (given) rope_options.position_count = t;
-  for (int64_t n = 0; n < (per_row ? N : 1); ++n) {
-    rope_options.positions = given ? options.positions.data + n * t : nullptr;
-    const int64_t batches = per_row ? 1 : N;
-    for (auto [heads, count] : {std::pair{&q, c.num_heads}, {&k, c.num_key_value_heads}}) {
-      float* first = heads->data() + n * count * t * hd;
-      s = rope({first, {batches * count, t, hd}}, rope_options, first);
-      if (!s.ok()) return s;
+  // RoPE at the given positions ([t] for every row, or [N, t]), else at generate()'s: each row's
+  // tokens counted on from those the cache holds, padding at 0.
+  IdsView positions = options.positions;
+  if (!positions.present()) {
+    const uint8_t* mask = static_cast<const uint8_t*>(options.attention_mask.data);
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t next = options.cache ? options.cache->tokens(n) : 0;
+      for (int64_t i = 0; i < t; ++i) {
+        const bool token = !mask || mask[n * t + i];
+        default_positions.data()[n * t + i] = static_cast<int32_t>(token ? next : 0);
+        next += token;
+      }
     }
+    positions = {default_positions.data(), {N, t}};
   }
+  s = first_failure({apply_rope(q.data(), {N, c.num_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved),
+                     apply_rope(k.data(), {N, c.num_key_value_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved)});
+  if (!s.ok()) return s;
 
   // Attention into the projection buffer, [N, numHeads, t, hd].
   float* attended = projected.data();
   const TensorView queries{q.data(), {N, c.num_heads, t, hd}};
   if (options.cache) {
     KVCache& cache = *options.cache;
-    s = cache.append({k.data(), {N, c.num_key_value_heads, t, hd}}, {v.data(), {N, c.num_key_value_heads, t, hd}});
+    s = cache.append({k.data(), {N, c.num_key_value_heads, t, hd}}, {v.data(), {N, c.num_key_value_heads, t, hd}},
+                     options.attention_mask);
     if (!s.ok()) return s;
     CacheAttendOptions attend;
     attend.scale = c.scale;
@@ -207,8 +252,17 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
     sdpa.enable_gqa = true;
     sdpa.window = c.sliding_window;
     sdpa.softcap = c.softcap;
-    s = scaled_dot_product_attention(queries, {k.data(), {N, c.num_key_value_heads, t, hd}},
-                                     {v.data(), {N, c.num_key_value_heads, t, hd}}, sdpa, attended, weights);
+    const Shape kv_shape{N, c.num_key_value_heads, t, hd};
+    SdpaPlan plan;
+    s = plan.prepare(queries, kv_shape, kv_shape, sdpa);
+    if (!s.ok()) return s;
+    if (options.attention_mask.present()) {
+      const int64_t strides[] = {t, 0, 0, 1};
+      plan.add_mask(BroadcastMask::with_strides(options.attention_mask, {N, c.num_heads, t, t}, strides));
+    }
+    plan.blocks.key = {k.data(), nullptr, BlockLayout::contiguous(t, hd)};
+    plan.blocks.value = {v.data(), nullptr, BlockLayout::contiguous(t, hd)};
+    s = attend(plan.blocks, attended, weights);
     if (!s.ok()) return s;
   }
   swap_middle(attended, N, c.num_heads, t, hd, q.data());

@@ -1,7 +1,7 @@
-// The attention block of Hugging Face's Llama, Mistral, Qwen2 and Gemma 2 models (LlamaAttention
-// and its kin): q/k/v projections, rotary positions, grouped key/value heads, lower-right causal
-// attention over a KV cache or the input alone, and the output projection, loaded from their
-// state-dict names.
+// The attention block of Hugging Face's Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3 and OLMo 2 models
+// (LlamaAttention and its kin): q/k/v projections, QK-norm, rotary positions with the RoPE scaling
+// schemes, grouped key/value heads, lower-right causal attention over a KV cache or the input
+// alone, and the output projection, loaded from their state-dict names.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,19 @@
 #include "kv_cache.h"
 #include "linear.h"
 #include "module.h"
+#include "rope.h"
 #include "tensor.h"
 
 namespace attn {
+
+// RMSNorm of q and k after the projections, before RoPE: over each head's head_dim (Qwen3, Gemma 3)
+// or over the whole projection (OLMo 2), scaled by weight, or by 1 + weight (Gemma's RMSNorm).
+enum class QkNormScope { none, head, all };
+struct QkNorm {
+  QkNormScope scope = QkNormScope::none;
+  double eps = 1e-6;
+  bool unit_offset = false;
+};
 
 struct GroupedQueryAttentionConfig {
   int64_t hidden_size = 0, num_heads = 0, num_key_value_heads = 0;
@@ -26,6 +36,8 @@ struct GroupedQueryAttentionConfig {
   std::optional<int64_t> sliding_window;  // Mistral, Gemma 2
   std::optional<float> softcap;           // Gemma 2's attn_logit_softcapping
   std::optional<float> scale;             // default 1 / sqrt(head_dim)
+  RopeScaling rope_scaling;               // its arrays are read by create() only
+  QkNorm qk_norm;
 };
 
 struct GroupedQueryAttentionOptions {
@@ -33,6 +45,10 @@ struct GroupedQueryAttentionOptions {
   IdsView positions;
   // Broadcastable to [N, numHeads, t, m] (m: the positions attended), boolean 1 = may attend.
   MaskView attn_mask;
+  // Hugging Face's attention_mask of the new tokens, [N, t] boolean, 1 = a token, 0 = padding. It
+  // hides the padded keys, goes into the cache with them, and sets the default positions as
+  // generate() does: each row's tokens counted (cumsum - 1, padding at 0).
+  MaskView attention_mask;
   KVCache* cache = nullptr;  // k and v are appended to it and attention covers all it holds
 };
 
@@ -59,7 +75,9 @@ class GroupedQueryAttention : public Module {
   GroupedQueryAttentionConfig config_;
   int q_proj_weight_ = -1, k_proj_weight_ = -1, v_proj_weight_ = -1, o_proj_weight_ = -1;
   int q_proj_bias_ = -1, k_proj_bias_ = -1, v_proj_bias_ = -1, o_proj_bias_ = -1;
+  int q_norm_weight_ = -1, k_norm_weight_ = -1;
   PackedWeight q_weight_, k_weight_, v_weight_, o_weight_;
+  RopeFrequencies frequencies_;
 };
 
 }  // namespace attn

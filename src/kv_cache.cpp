@@ -31,6 +31,9 @@ Status KVCache::create(const KVCacheConfig& config, std::unique_ptr<KVCache>* ou
   if (cache->config_.value_dim == 0) cache->config_.value_dim = config.head_dim;
   cache->keys_.width = config.head_dim;
   cache->values_.width = cache->config_.value_dim;
+  s = cache->tokens_.allocate(config.batch, "KV cache");
+  if (!s.ok()) return s;
+  std::fill_n(cache->tokens_.data(), config.batch, 0);
   s = cache->reserve(config.window ? std::min(*config.window, config.max_length) : config.max_length);
   if (s.ok()) *out = std::move(cache);
   return s;
@@ -56,8 +59,14 @@ Status KVCache::reserve(int64_t capacity) {
           std::copy_n(old->f32.data() + from, rows->width, rows->f32.data() + to);
       }
   }
+  Buffer<uint8_t> mask;
+  Status s = mask.allocate(config_.batch * capacity, "KV cache");
+  if (!s.ok()) return s;
+  for (int64_t b = 0; b < config_.batch; ++b)
+    for (int64_t index = 0; index < length_; ++index) mask.data()[b * capacity + index] = mask_at(b, index);
   keys_ = std::move(keys);
   values_ = std::move(values);
+  mask_ = std::move(mask);
   capacity_ = capacity;
   start_ = 0;
   return Status::success();
@@ -68,7 +77,7 @@ int64_t KVCache::length_after_append(int64_t t) const {
   return config_.window ? std::min(length_ + t, *config_.window - 1 + std::max<int64_t>(t, 1)) : length_ + t;
 }
 
-Status KVCache::check_append(const Shape& key, const Shape& value) const {
+Status KVCache::check_append(const Shape& key, const Shape& value, const MaskView& mask) const {
   const KVCacheConfig& c = config_;
   const std::string batch = std::to_string(c.batch), heads = std::to_string(c.heads);
   if (key.rank != 4 || key[0] != c.batch || key[1] != c.heads || key[2] < 0 || key[3] != c.head_dim)
@@ -77,6 +86,10 @@ Status KVCache::check_append(const Shape& key, const Shape& value) const {
       value[3] != c.value_dim)
     return Status::invalid("value", dims({batch, heads, std::to_string(key[2]), std::to_string(c.value_dim)}),
                            value.str());
+  if (mask.present() && (mask.type != MaskType::boolean || mask.shape.rank != 2 || mask.shape[0] != c.batch ||
+                         mask.shape[1] != key[2]))
+    return Status::invalid("mask", "a boolean " + dims({batch, std::to_string(key[2])}) + " (batch, t: 1 a token, 0 padding)",
+                           (mask.type == MaskType::additive ? "a float " : "") + mask.shape.str());
   if (!c.window && length_ + key[2] > c.max_length)
     return Status::invalid("key",
                            dims({batch, heads, "t ≤ " + std::to_string(c.max_length - length_),
@@ -106,8 +119,9 @@ void KVCache::write(Rows& rows, const float* source, int64_t t) {
     }
 }
 
-Status KVCache::append(const TensorView& key, const TensorView& value) {
-  Status s = first_failure({check_append(key.shape, value.shape), check_data(key, "key"), check_data(value, "value")});
+Status KVCache::append(const TensorView& key, const TensorView& value, const MaskView& mask) {
+  Status s = first_failure({check_append(key.shape, value.shape, mask), check_data(key, "key"), check_data(value, "value"),
+                            check_data(mask, "mask")});
   if (!s.ok()) return s;
   const int64_t t = key.shape[2], held = length_after_append(t);
   // The ring grows when t new positions and the W - 1 before them outgrow it; otherwise the oldest
@@ -128,6 +142,14 @@ Status KVCache::append(const TensorView& key, const TensorView& value) {
   }
   write(keys_, key.data, t);
   write(values_, value.data, t);
+  const uint8_t* given = static_cast<const uint8_t*>(mask.data);
+  for (int64_t b = 0; b < config_.batch; ++b)
+    for (int64_t i = 0; i < t; ++i) {
+      const uint8_t token = mask.present() ? given[b * t + i] != 0 : 1;
+      mask_at(b, length_ + i) = token;
+      tokens_.data()[b] += token;
+      padded_ |= !token;
+    }
   length_ += t;
   position_ += t;
   return Status::success();
@@ -137,6 +159,8 @@ Status KVCache::truncate(int64_t length) {
   if (length < 0 || length > length_)
     return Status::invalid("length", "an integer in [0, " + std::to_string(length_) + "] (the positions held)",
                            std::to_string(length));
+  for (int64_t b = 0; b < config_.batch; ++b)
+    for (int64_t index = length; index < length_; ++index) tokens_.data()[b] -= mask_at(b, index);
   position_ -= length_ - length;
   length_ = length;
   return Status::success();
@@ -144,7 +168,8 @@ Status KVCache::truncate(int64_t length) {
 
 void KVCache::reset() {
   length_ = position_ = start_ = 0;
-  non_finite_ = false;
+  non_finite_ = padded_ = false;
+  std::fill_n(tokens_.data(), config_.batch, 0);
 }
 
 void KVCache::copy_out(const Rows& rows, int64_t first, int64_t count, float* out) const {
@@ -161,6 +186,10 @@ void KVCache::copy_out(const Rows& rows, int64_t first, int64_t count, float* ou
 }
 
 void KVCache::copy_keys(float* out) const { copy_out(keys_, 0, length_, out); }
+void KVCache::copy_mask(uint8_t* out) const {
+  for (int64_t b = 0; b < config_.batch; ++b)
+    for (int64_t index = 0; index < length_; ++index) out[b * length_ + index] = mask_at(b, index);
+}
 void KVCache::copy_values(float* out) const { copy_out(values_, 0, length_, out); }
 
 Status KVCache::check_attend(const Shape& query, const CacheAttendOptions& options, Shape* output,
@@ -213,6 +242,16 @@ Status KVCache::attend(const TensorView& query, const CacheAttendOptions& option
   if (!s.ok()) return s;
   plan.blocks.key = operand(keys_);
   plan.blocks.value = operand(values_);
+  // Padded keys hidden by the held mask, laid out oldest first for the engine.
+  Buffer<uint8_t> held;
+  if (padded_) {
+    s = held.allocate(c.batch * length_, "KV cache mask");
+    if (!s.ok()) return s;
+    copy_mask(held.data());
+    MaskView view{MaskType::boolean, held.data(), {c.batch, length_}};
+    const int64_t strides[] = {length_, 0, 0, 1};
+    plan.add_mask(BroadcastMask::with_strides(view, {c.batch, query.shape[1], query.shape[2], length_}, strides));
+  }
   return attn::attend(plan.blocks, output, weights);
 }
 

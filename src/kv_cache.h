@@ -51,10 +51,12 @@ class KVCache {
   // The positions held once t more are appended (the ring keeps the latest W - 1 + t).
   int64_t length_after_append(int64_t t) const;
 
-  // key [batch, heads, t, head_dim], value [batch, heads, t, value_dim]. Refused (nothing changes)
-  // past max_length without a window.
-  Status check_append(const Shape& key, const Shape& value) const;
-  Status append(const TensorView& key, const TensorView& value);
+  // key [batch, heads, t, head_dim], value [batch, heads, t, value_dim], and optionally Hugging
+  // Face's attention_mask of the new positions, mask [batch, t] (boolean, 1 = a token, 0 =
+  // padding; absent: all tokens), which the cache keeps: attend() hides padded keys. Refused
+  // (nothing changes) past max_length without a window.
+  Status check_append(const Shape& key, const Shape& value, const MaskView& mask = {}) const;
+  Status append(const TensorView& key, const TensorView& value, const MaskView& mask = {});
 
   // query [batch, Hq, n, head_dim], Hq a multiple of heads (grouped heads), n <= length(): the
   // latest n positions. Writes output [batch, Hq, n, value_dim] and, when non-null, weights
@@ -72,6 +74,11 @@ class KVCache {
   // first.
   void copy_keys(float* out) const;
   void copy_values(float* out) const;
+  // The held mask [batch, length] (1 = a token, 0 = padding), oldest first.
+  void copy_mask(uint8_t* out) const;
+  // Tokens (not padding) appended to row b since creation or reset(), minus those truncated: the
+  // position its next token takes in Hugging Face's generate (cumsum(attention_mask) - 1).
+  int64_t tokens(int64_t b) const { return tokens_.data()[b]; }
 
  private:
   // Keys or values: [batch · heads][capacity][width] elements of the cache's dtype.
@@ -92,9 +99,14 @@ class KVCache {
   void copy_out(const Rows& rows, int64_t first, int64_t count, float* out) const;
   // The rows as the attention engine's operand, read in place.
   RowOperand operand(const Rows& rows) const;
+  uint8_t& mask_at(int64_t b, int64_t index) { return mask_.data()[b * capacity_ + slot(index)]; }
+  uint8_t mask_at(int64_t b, int64_t index) const { return mask_.data()[b * capacity_ + slot(index)]; }
 
   KVCacheConfig config_;
   Rows keys_, values_;
+  Buffer<uint8_t> mask_;   // [batch][capacity], in the ring's slots as the keys
+  Buffer<int64_t> tokens_;  // [batch]
+  bool padded_ = false;     // whether a held position may be padding (attend() then reads mask_)
   int64_t capacity_ = 0;  // positions each block has room for
   int64_t start_ = 0;     // the slot of the oldest held position
   int64_t length_ = 0, position_ = 0;

@@ -1,12 +1,235 @@
+#include "rope.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "attention.h"
 #include "buffer.h"
 #include "module.h"
 
 namespace attn {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+Status check_positive(const std::optional<double>& value, const char* argument) {
+  if (value && !(*value > 0.0 && std::isfinite(*value)))
+    return Status::invalid(argument, "a positive finite number", number_string(*value));
+  return Status::success();
+}
+
+Status require(const std::optional<double>& value, const char* argument, const char* type) {
+  if (!value) return Status::invalid(argument, std::string("a positive finite number (rope_type '") + type + "' needs it)", "none");
+  return check_positive(value, argument);
+}
+
+Status check_length(const std::optional<int64_t>& value, const char* argument) {
+  if (value && *value <= 0) return Status::invalid(argument, "a positive integer", std::to_string(*value));
+  return Status::success();
+}
+
+// Hugging Face's get_mscale (YaRN's attention factor for a scale s).
+double yarn_mscale(double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+// base^(-2k/r): the default frequencies (_compute_default_rope_parameters).
+double default_frequency(double base, int64_t k, int64_t half) {
+  return 1.0 / std::pow(base, static_cast<double>(k) / static_cast<double>(half));
+}
+
+}  // namespace
+
+Status RopeFrequencies::check(const RopeScaling& s, double base, int64_t rotary_dim) {
+  const int64_t half = rotary_dim / 2;
+  if (s.type != RopeType::given && !(base > 0.0 && std::isfinite(base)))
+    return Status::invalid("base", "a positive finite number", number_string(base));
+  Status st = first_failure({check_positive(s.factor, "ropeScaling.factor"),
+                             check_positive(s.attention_factor, "ropeScaling.attention_factor"),
+                             check_length(s.original_max_position_embeddings, "ropeScaling.original_max_position_embeddings"),
+                             check_length(s.max_position_embeddings, "maxPositionEmbeddings")});
+  if (!st.ok()) return st;
+  const bool has_original = s.original_max_position_embeddings || s.max_position_embeddings;
+  const auto need_original = [&](const char* type) {
+    return has_original ? Status::success()
+                        : Status::invalid("ropeScaling.original_max_position_embeddings",
+                                          std::string("a positive integer, or maxPositionEmbeddings (rope_type '") +
+                                              type + "' needs one)",
+                                          "none");
+  };
+  switch (s.type) {
+    case RopeType::standard:
+      return Status::success();
+    case RopeType::linear:
+      return require(s.factor, "ropeScaling.factor", "linear");
+    case RopeType::dynamic:
+      if (!s.max_position_embeddings)
+        return Status::invalid("maxPositionEmbeddings", "a positive integer (rope_type 'dynamic' needs it)", "none");
+      if (rotary_dim <= 2)
+        return Status::invalid("rotaryDim", "more than 2 for rope_type 'dynamic'", std::to_string(rotary_dim));
+      return require(s.factor, "ropeScaling.factor", "dynamic");
+    case RopeType::yarn:
+      for (auto [value, name] : {std::pair{s.beta_fast, "ropeScaling.beta_fast"}, {s.beta_slow, "ropeScaling.beta_slow"},
+                                 {s.mscale, "ropeScaling.mscale"}, {s.mscale_all_dim, "ropeScaling.mscale_all_dim"}})
+        if (value && !std::isfinite(*value)) return Status::invalid(name, "a finite number", number_string(*value));
+      if (!s.factor && !(s.max_position_embeddings && s.original_max_position_embeddings))
+        return Status::invalid("ropeScaling.factor",
+                               "a positive finite number, or maxPositionEmbeddings and "
+                               "ropeScaling.original_max_position_embeddings to derive it",
+                               "none");
+      return need_original("yarn");
+    case RopeType::longrope:
+      if (s.factor_count != half)
+        return Status::invalid("ropeScaling.short_factor",
+                               "two lists (short_factor, long_factor) of " + std::to_string(half) + " numbers (rotaryDim / 2)",
+                               std::to_string(s.factor_count) + " numbers");
+      // Without the arrays (a check of shapes before they are copied in) only their length counts.
+      for (const double* factors : {s.short_factor, s.long_factor})
+        for (int64_t k = 0; factors && k < half; ++k)
+          if (!(factors[k] > 0.0 && std::isfinite(factors[k])))
+            return Status::invalid(factors == s.short_factor ? "ropeScaling.short_factor" : "ropeScaling.long_factor",
+                                   "positive finite numbers", number_string(factors[k]) + " at " + std::to_string(k));
+      if (!s.factor && !(s.max_position_embeddings && s.original_max_position_embeddings))
+        return Status::invalid("maxPositionEmbeddings",
+                               "a positive integer (with ropeScaling.original_max_position_embeddings, it gives "
+                               "longrope's factor), or ropeScaling.factor",
+                               "none");
+      return need_original("longrope");
+    case RopeType::llama3:
+      st = first_failure({require(s.factor, "ropeScaling.factor", "llama3"),
+                          require(s.low_freq_factor, "ropeScaling.low_freq_factor", "llama3"),
+                          require(s.high_freq_factor, "ropeScaling.high_freq_factor", "llama3")});
+      if (!st.ok()) return st;
+      if (*s.high_freq_factor <= *s.low_freq_factor)
+        return Status::invalid("ropeScaling.high_freq_factor",
+                               "more than low_freq_factor (" + number_string(*s.low_freq_factor) + ")",
+                               number_string(*s.high_freq_factor));
+      return need_original("llama3");
+    case RopeType::given:
+      if (s.inv_freq_count != half)
+        return Status::invalid("invFreq", std::to_string(half) + " inverse frequencies (rotaryDim / 2)",
+                               std::to_string(s.inv_freq_count));
+      for (int64_t k = 0; s.inv_freq && k < half; ++k)
+        if (!std::isfinite(s.inv_freq[k]))
+          return Status::invalid("invFreq", "finite numbers", number_string(s.inv_freq[k]) + " at " + std::to_string(k));
+      if (!std::isfinite(s.attention_scaling))
+        return Status::invalid("attentionScaling", "a finite number", number_string(s.attention_scaling));
+      return Status::success();
+  }
+  return Status::success();
+}
+
+Status RopeFrequencies::prepare(const RopeScaling& scaling, double base, int64_t rotary_dim) {
+  Status s = check(scaling, base, rotary_dim);
+  if (!s.ok()) return s;
+  half_ = rotary_dim / 2;
+  base_ = base;
+  scaling_ = scaling;
+  const bool longrope = scaling.type == RopeType::longrope, given = scaling.type == RopeType::given;
+  s = tables_.allocate(longrope ? 2 * half_ : given ? half_ : 0, "RoPE frequencies");
+  if (!s.ok()) return s;
+  if (longrope) {
+    std::copy_n(scaling.short_factor, half_, tables_.data());
+    std::copy_n(scaling.long_factor, half_, tables_.data() + half_);
+    scaling_.short_factor = tables_.data();
+    scaling_.long_factor = tables_.data() + half_;
+  } else if (given) {
+    std::copy_n(scaling.inv_freq, half_, tables_.data());
+    scaling_.inv_freq = tables_.data();
+  }
+  return Status::success();
+}
+
+double RopeFrequencies::compute(int64_t sequence_length, double* inv_freq) const {
+  const RopeScaling& s = scaling_;
+  const int64_t half = half_;
+  const double dim = 2.0 * static_cast<double>(half);
+  const int64_t original = s.original_max_position_embeddings.value_or(s.max_position_embeddings.value_or(0));
+  switch (s.type) {
+    case RopeType::standard:
+    case RopeType::linear:
+      for (int64_t k = 0; k < half; ++k) inv_freq[k] = default_frequency(base_, k, half) / s.factor.value_or(1.0);
+      return 1.0;
+    case RopeType::dynamic: {
+      // _compute_dynamic_ntk_parameters: the base grows with the length past max_position_embeddings.
+      const double max_positions = static_cast<double>(*s.max_position_embeddings);
+      const double length = std::max(static_cast<double>(sequence_length), max_positions);
+      const double factor = *s.factor;
+      const double base = base_ * std::pow(factor * length / max_positions - (factor - 1.0), dim / (dim - 2.0));
+      for (int64_t k = 0; k < half; ++k) inv_freq[k] = default_frequency(base, k, half);
+      return 1.0;
+    }
+    case RopeType::yarn: {
+      // _compute_yarn_parameters: frequencies below the correction range interpolated (divided by
+      // the factor), those above kept, a linear ramp between.
+      const double factor =
+          s.factor ? *s.factor
+                   : static_cast<double>(*s.max_position_embeddings) / static_cast<double>(*s.original_max_position_embeddings);
+      double attention = 0.0;
+      if (s.attention_factor)
+        attention = *s.attention_factor;
+      else if (s.mscale && *s.mscale != 0.0 && s.mscale_all_dim && *s.mscale_all_dim != 0.0)
+        attention = yarn_mscale(factor, *s.mscale) / yarn_mscale(factor, *s.mscale_all_dim);
+      else
+        attention = yarn_mscale(factor, 1.0);
+      // `get(...) or 32`: an absent or zero beta takes the default.
+      const double beta_fast = s.beta_fast && *s.beta_fast != 0.0 ? *s.beta_fast : 32.0;
+      const double beta_slow = s.beta_slow && *s.beta_slow != 0.0 ? *s.beta_slow : 1.0;
+      const auto correction_dim = [&](double rotations) {
+        return dim * std::log(static_cast<double>(original) / (rotations * 2.0 * kPi)) / (2.0 * std::log(base_));
+      };
+      double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+      if (s.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+      }
+      low = std::max(low, 0.0);
+      high = std::min(high, dim - 1.0);
+      if (low == high) high += 0.001;  // as Hugging Face: no division by zero
+      for (int64_t k = 0; k < half; ++k) {
+        const double extrapolation = default_frequency(base_, k, half);
+        const double ramp = std::clamp((static_cast<double>(k) - low) / (high - low), 0.0, 1.0);
+        const double kept = 1.0 - ramp;
+        inv_freq[k] = extrapolation / factor * (1.0 - kept) + extrapolation * kept;
+      }
+      return attention;
+    }
+    case RopeType::longrope: {
+      // _compute_longrope_parameters and dynamic_rope_update: the long factors once the sequence
+      // outgrows the original length.
+      const double factor =
+          s.factor ? *s.factor
+                   : static_cast<double>(*s.max_position_embeddings) / static_cast<double>(original);
+      const double attention =
+          s.attention_factor ? *s.attention_factor
+                             : factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original)));
+      const double* factors = sequence_length > original ? s.long_factor : s.short_factor;
+      for (int64_t k = 0; k < half; ++k) inv_freq[k] = default_frequency(base_, k, half) / factors[k];
+      return attention;
+    }
+    case RopeType::llama3: {
+      // _compute_llama3_parameters: long wavelengths divided by the factor, short ones kept, a smooth
+      // blend between.
+      const double factor = *s.factor, low = *s.low_freq_factor, high = *s.high_freq_factor;
+      const double low_wavelength = static_cast<double>(original) / low;
+      const double high_wavelength = static_cast<double>(original) / high;
+      for (int64_t k = 0; k < half; ++k) {
+        const double frequency = default_frequency(base_, k, half), wavelength = 2.0 * kPi / frequency;
+        if (wavelength > low_wavelength) {
+          inv_freq[k] = frequency / factor;
+        } else if (wavelength < high_wavelength) {
+          inv_freq[k] = frequency;
+        } else {
+          const double smooth = (static_cast<double>(original) / wavelength - low) / (high - low);
+          inv_freq[k] = (1.0 - smooth) * frequency / factor + smooth * frequency;
+        }
+      }
+      return 1.0;
+    }
+    case RopeType::given:
+      std::copy_n(s.inv_freq, half, inv_freq);
+      return s.attention_scaling;
+  }
+  return 1.0;
+}
 
 Status check_rope(const Shape& x, const RopeOptions& options) {
   if (x.rank < 2 || x.rank > kMaxRank || !x.non_negative())
@@ -20,55 +243,68 @@ Status check_rope(const Shape& x, const RopeOptions& options) {
   } else if (dim % 2 != 0) {
     return Status::invalid("x", "an even last dimension d, or rotaryDim (even, at most d)", x.str());
   }
-  if (options.position_count >= 0 && options.position_count != length)
-    return Status::invalid("positions", std::to_string(length) + " positions (L, one per row of x)",
-                           std::to_string(options.position_count));
-  if (!(options.base > 0.0 && std::isfinite(options.base)))
-    return Status::invalid("base", "a positive finite number", number_string(options.base));
+  const Shape& p = options.positions.shape;
+  if (options.positions.present() && !((p.rank == 1 && p[0] == length) || (p.rank == 2 && p[1] == length && x.rank >= 3 && p[0] == x[0])))
+    return Status::invalid("positions",
+                           "[" + std::to_string(length) + "] (L, one per row of x)" +
+                               (x.rank >= 3 ? " or [" + std::to_string(x[0]) + ", " + std::to_string(length) + "] (N, L)" : ""),
+                           p.str());
+  return RopeFrequencies::check(options.scaling, options.base, options.rotary_dim.value_or(dim));
+}
+
+Status apply_rope(float* x, const Shape& shape, const RopeFrequencies& frequencies, const IdsView& positions,
+                  int64_t first, bool interleaved) {
+  const int64_t length = shape.at_end(2), dim = shape.at_end(1), half = frequencies.half();
+  const bool per_row = positions.present() && positions.shape.rank == 2;
+  const int64_t groups = per_row ? shape[0] : 1, rows = shape.leading_numel(2) / std::max<int64_t>(groups, 1);
+  // Hugging Face's seq_len: the largest position of the call plus one.
+  int64_t sequence_length = first + length;
+  if (positions.present()) {
+    sequence_length = 0;
+    for (int64_t i = 0; i < positions.shape.numel(); ++i)
+      sequence_length = std::max<int64_t>(sequence_length, int64_t{positions.data[i]} + 1);
+  }
+  Buffer<double> inv_freq;
+  FloatBuffer table;
+  Status s = first_failure({inv_freq.allocate(half, "RoPE frequencies"), table.allocate(2 * half, "RoPE cos/sin")});
+  if (!s.ok()) return s;
+  const double attention = frequencies.compute(sequence_length, inv_freq.data());
+  float* cos_a = table.data();
+  float* sin_a = table.data() + half;
+  // The pair of dims k rotates: (k, k + r/2) rotate-half, (2k, 2k + 1) interleaved.
+  const int64_t pair_step = interleaved ? 1 : half;
+  const int64_t first_step = interleaved ? 2 : 1;
+  for (int64_t group = 0; group < groups; ++group)
+    for (int64_t l = 0; l < length; ++l) {
+      // Angles in double precision (float32 angles drift at long positions), rounded to float once.
+      const double position = positions.present() ? positions.data[(per_row ? group * length : 0) + l]
+                                                  : static_cast<double>(first + l);
+      for (int64_t k = 0; k < half; ++k) {
+        const double angle = position * inv_freq.data()[k];
+        cos_a[k] = static_cast<float>(std::cos(angle) * attention);
+        sin_a[k] = static_cast<float>(std::sin(angle) * attention);
+      }
+      for (int64_t row = group * rows; row < (group + 1) * rows; ++row) {
+        float* v = x + (row * length + l) * dim;
+        for (int64_t k = 0; k < half; ++k) {
+          const int64_t a = k * first_step, b = a + pair_step;
+          const float va = v[a], vb = v[b];
+          v[a] = va * cos_a[k] - vb * sin_a[k];
+          v[b] = vb * cos_a[k] + va * sin_a[k];
+        }
+      }
+    }
   return Status::success();
 }
 
 Status rope(const TensorView& x, const RopeOptions& options, float* output) {
-  const bool given_positions = options.position_count >= 0;
-  Status s = first_failure({check_rope(x.shape, options), check_data(x, "x"),
-                            given_positions ? check_data(options.positions, {options.position_count}, "positions")
-                                            : Status::success()});
+  Status s = first_failure({check_rope(x.shape, options), check_data(x, "x"), check_data(options.positions, "positions")});
   if (!s.ok()) return s;
-  const int64_t length = x.shape.at_end(2), dim = x.shape.at_end(1), rows = x.shape.leading_numel(2);
-  const int64_t half = options.rotary_dim.value_or(dim) / 2;
-  // Each position's cos and sin, from angles in double precision (Hugging Face's float32 angles
-  // drift at long positions), then rounded to float once.
-  FloatBuffer table;
-  Buffer<double> frequencies;
-  s = first_failure({table.allocate(2 * half, "RoPE cos/sin"), frequencies.allocate(half, "RoPE frequencies")});
+  RopeFrequencies frequencies;
+  s = frequencies.prepare(options.scaling, options.base, options.rotary_dim.value_or(x.shape.at_end(1)));
   if (!s.ok()) return s;
-  for (int64_t k = 0; k < half; ++k)
-    frequencies.data()[k] = std::pow(options.base, -static_cast<double>(k) / static_cast<double>(half));
-  float* cos_a = table.data();
-  float* sin_a = table.data() + half;
-  // The pair of dims k rotates: (k, k + r/2) rotate-half, (2k, 2k + 1) interleaved.
-  const int64_t pair_step = options.interleaved ? 1 : half;
-  const int64_t first_step = options.interleaved ? 2 : 1;
-  for (int64_t l = 0; l < length; ++l) {
-    const double position = given_positions ? options.positions[l] : static_cast<double>(options.offset + l);
-    for (int64_t k = 0; k < half; ++k) {
-      const double angle = position * frequencies.data()[k];
-      cos_a[k] = static_cast<float>(std::cos(angle));
-      sin_a[k] = static_cast<float>(std::sin(angle));
-    }
-    for (int64_t row = 0; row < rows; ++row) {
-      const float* in = x.data + (row * length + l) * dim;
-      float* out = output + (row * length + l) * dim;
-      for (int64_t k = 0; k < half; ++k) {
-        const int64_t a = k * first_step, b = a + pair_step;
-        const float xa = in[a], xb = in[b];
-        out[a] = xa * cos_a[k] - xb * sin_a[k];
-        out[b] = xb * cos_a[k] + xa * sin_a[k];
-      }
-      if (out != in) std::copy(in + 2 * half, in + dim, out + 2 * half);
-    }
-  }
-  return Status::success();
+  if (output != x.data) std::copy_n(x.data, x.shape.numel(), output);
+  return apply_rope(output, x.shape, frequencies, options.positions, options.offset, options.interleaved);
 }
 
 }  // namespace attn

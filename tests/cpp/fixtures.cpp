@@ -161,8 +161,7 @@ std::vector<RopeCase> load_rope_cases() {
 attn::RopeOptions RopeCase::options() const {
   attn::RopeOptions o = stored_options;
   if (has_positions) {
-    o.positions = positions.data();
-    o.position_count = static_cast<int64_t>(positions.size());
+    o.positions = {positions.data(), {static_cast<int64_t>(positions.size())}};
   }
   return o;
 }

@@ -197,9 +197,13 @@ TEST_CASE("RoPE refuses bad options, naming them", "[rope][errors]") {
         "x: expected an even last dimension d, or rotaryDim (even, at most d), got [2, 4, 7]");
   const int32_t positions[3] = {0, 1, 2};
   attn::RopeOptions wrong_length;
-  wrong_length.positions = positions;
-  wrong_length.position_count = 3;
-  CHECK(attn::check_rope({2, 4, 8}, wrong_length).message() == "positions: expected 4 positions (L, one per row of x), got 3");
+  wrong_length.positions = {positions, {3}};
+  CHECK(attn::check_rope({2, 4, 8}, wrong_length).message() ==
+        "positions: expected [4] (L, one per row of x) or [2, 4] (N, L), got [3]");
+  attn::RopeOptions wrong_rows;
+  wrong_rows.positions = {positions, {3, 1}};
+  CHECK(attn::check_rope({2, 1, 8}, wrong_rows).message() ==
+        "positions: expected [1] (L, one per row of x) or [2, 1] (N, L), got [3, 1]");
   attn::RopeOptions bad_base;
   bad_base.base = 0;
   CHECK(attn::check_rope({4, 8}, bad_base).argument == "base");

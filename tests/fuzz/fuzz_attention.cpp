@@ -700,8 +700,7 @@ void fuzz_rope(Input& in) {
   std::vector<int32_t> positions(in.byte() % 6);
   for (int32_t& p : positions) p = static_cast<int32_t>(in.byte()) - 16;
   if (in.flag()) {
-    o.positions = positions.data();
-    o.position_count = static_cast<int64_t>(positions.size());
+    o.positions = {positions.data(), {static_cast<int64_t>(positions.size())}};
   } else {
     o.offset = static_cast<int64_t>(in.byte()) * 1000;
   }
@@ -715,7 +714,7 @@ void fuzz_rope(Input& in) {
   }
   if (!attn::rope(x.view(), o, out.data()).ok()) std::abort();
   const std::vector<double> want = reference_rope(x, [&](int64_t l) {
-    return o.position_count >= 0 ? o.positions[l] : static_cast<double>(o.offset + l);
+    return o.positions.present() ? o.positions.data[l] : static_cast<double>(o.offset + l);
   }, o.base, o.rotary_dim.value_or(x.shape.at_end(1)) / 2, o.interleaved);
   for (size_t e = 0; e < want.size(); ++e)
     if (std::isfinite(want[e]) && !(std::fabs(out[e] - want[e]) <= 1e-5 * (1.0 + std::fabs(want[e])) + 1e-6 * (std::fabs(x.data[e]) + 1)))

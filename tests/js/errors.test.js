@@ -286,7 +286,7 @@ const BAD_CALLS = {
   'positions of the wrong length': {
     call: (attn) => attn.rope(f32([2, 3, 8]), { positions: [0, 1] }),
     argument: /^positions$/,
-    message: ['3 positions', 'got 2'],
+    message: ['[3] (L, one per row of x) or [2, 3] (N, L)', 'got [2]'],
   },
   'positions that are not integers': {
     call: (attn) => attn.rope(f32([2, 3, 8]), { positions: [0, 1.5, 2] }),
@@ -441,6 +441,111 @@ const BAD_CALLS = {
     call: (attn) => decoding(attn).gqa.forward(f32([1, 5, 16]), { cache: decoding(attn).gqaCache }),
     argument: /^x$/,
     message: ['opts.cache holds 0 of maxLength 4', 'truncate() or reset() it, or createCache() a larger one'],
+  },
+  'positions [N, L] of another N': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { positions: { data: new Int32Array(9), shape: [3, 3] } }),
+    argument: /^positions$/,
+    message: ['[2, 3] (N, L)', 'got [3, 3]'],
+  },
+  'an unknown rope_type': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { ropeScaling: { rope_type: 'ntk', factor: 2 } }),
+    argument: /^ropeScaling\.rope_type$/,
+    message: ["one of 'default', 'linear', 'dynamic', 'yarn', 'longrope', 'llama3'", 'got "ntk"'],
+  },
+  'linear RoPE scaling without its factor': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { ropeScaling: { type: 'linear' } }),
+    argument: /^ropeScaling\.factor$/,
+    message: ["rope_type 'linear' needs it", 'got none'],
+  },
+  "a RoPE scaling key of another rope_type": {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { ropeScaling: { rope_type: 'linear', factor: 2, low_freq_factor: 1 } }),
+    argument: /^ropeScaling\.low_freq_factor$/,
+    message: ["only rope_type, factor for rope_type 'linear'"],
+  },
+  "rope_theta inside ropeScaling (v5's rope_parameters)": {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { ropeScaling: { rope_type: 'default', rope_theta: 1e6 } }),
+    argument: /^ropeScaling\.rope_theta$/,
+    message: ['ropeBase'],
+  },
+  'dynamic RoPE scaling without maxPositionEmbeddings': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { ropeScaling: { rope_type: 'dynamic', factor: 2 } }),
+    argument: /^maxPositionEmbeddings$/,
+    message: ["rope_type 'dynamic' needs it"],
+  },
+  'longrope factors of the wrong length': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { ropeScaling: { rope_type: 'longrope', short_factor: [1, 1], long_factor: [2, 2], original_max_position_embeddings: 4 }, maxPositionEmbeddings: 16 }),
+    argument: /^ropeScaling\.short_factor$/,
+    message: ['4 numbers (rotaryDim / 2)', 'got 2 numbers'],
+  },
+  'a negative longrope factor': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { ropeScaling: { rope_type: 'longrope', short_factor: [1, 1, 1, 1], long_factor: [2, -2, 2, 2], original_max_position_embeddings: 4 }, maxPositionEmbeddings: 16 }),
+    argument: /^ropeScaling\.long_factor$/,
+    message: ['positive finite numbers', 'got -2 at 1'],
+  },
+  'llama3 RoPE scaling with high_freq_factor below low_freq_factor': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { ropeScaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 4, high_freq_factor: 1, original_max_position_embeddings: 8192 } }),
+    argument: /^ropeScaling\.high_freq_factor$/,
+    message: ['more than low_freq_factor (4)', 'got 1'],
+  },
+  'invFreq of the wrong length': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { invFreq: new Float64Array(3) }),
+    argument: /^invFreq$/,
+    message: ['4 inverse frequencies (rotaryDim / 2)', 'got 3'],
+  },
+  'invFreq and ropeScaling together': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { invFreq: new Float64Array(4), ropeScaling: { rope_type: 'linear', factor: 2 } }),
+    argument: /^invFreq$/,
+    message: ['either invFreq or ropeScaling'],
+  },
+  'attentionScaling without invFreq': {
+    call: (attn) => attn.rope(f32([2, 3, 8]), { attentionScaling: 1.2 }),
+    argument: /^attentionScaling$/,
+    message: ['only with invFreq'],
+  },
+  'a qkNorm without its scope': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { qkNorm: { eps: 1e-6 } }),
+    argument: /^qkNorm\.scope$/,
+    message: ["'head' or 'all'", 'got none'],
+  },
+  'an attentionMask of the wrong shape': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 3, 16]), { attentionMask: { data: [1, 1], shape: [1, 2] } }),
+    argument: /^attentionMask$/,
+    message: ['[1, 3] (N, t', 'got [1, 2]'],
+  },
+  'an attentionMask holding 2': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 3, 16]), { attentionMask: { data: [1, 2, 1], shape: [1, 3] } }),
+    argument: /^attentionMask\.data$/,
+    message: ['1 (a token) and 0 (padding) only', 'got 2 at index 1'],
+  },
+  'a KVCache append mask of the wrong shape': {
+    call: (attn) => new attn.KVCache({ heads: 2, headDim: 4, maxLength: 5 }).append(f32([1, 2, 3, 4]), f32([1, 2, 3, 4]), { mask: { data: [1, 1], shape: [2, 1] } }),
+    argument: /^mask$/,
+    message: ['[1, 3] (batch, t', 'got [2, 1]'],
+  },
+  'a fused qkv_proj.weight of the wrong shape': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2).loadStateDict({ 'qkv_proj.weight': f32([24, 16]), 'o_proj.weight': f32([16, 16]) }),
+    argument: /^stateDict\['qkv_proj\.weight'\]$/,
+    message: ['[32, 16] (the rows of q_proj, k_proj and v_proj)', 'got [24, 16]'],
+  },
+  'fromConfig of an unsupported model_type': {
+    call: (attn) => attn.GroupedQueryAttention.fromConfig({ model_type: 'gpt_neox', hidden_size: 16, num_attention_heads: 4 }),
+    argument: /^config\.model_type$/,
+    message: ["'llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3_text', 'phi3', 'olmo2'", 'got "gpt_neox"'],
+  },
+  'fromConfig of a layer the model does not have': {
+    call: (attn) => attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 16, num_attention_heads: 4, num_hidden_layers: 2 }, { layer: 2 }),
+    argument: /^layer$/,
+    message: ['[0, 1]', 'got 2'],
+  },
+  'fromConfig of a bidirectional Gemma': {
+    call: (attn) => attn.GroupedQueryAttention.fromConfig({ model_type: 'gemma3_text', hidden_size: 16, num_attention_heads: 4, use_bidirectional_attention: true }),
+    argument: /^config\.use_bidirectional_attention$/,
+    message: ['false (GroupedQueryAttention is causal)'],
+  },
+  "fromConfig of a rope_type it does not know": {
+    call: (attn) => attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 16, num_attention_heads: 4, rope_scaling: { rope_type: 'proportional' } }),
+    argument: /^config\.rope_scaling\.rope_type$/,
+    message: ['got "proportional"'],
   },
 };
 

@@ -1,0 +1,80 @@
+// Real checkpoints' attention, from their config.json: for each family's case in
+// tests/fixtures/checkpoints/ (written by checkpoints_fixtures.py from Hugging Face's code, in
+// float64), GroupedQueryAttention.fromConfig + loadSafetensors + loadStateDict({ prefix }) give
+// the layer's forward (output and weights), a cached decode of 40 steps (past the length where
+// dynamic and longrope change frequencies, and past sliding windows), and a left-padded batch of
+// three rows whose every real token equals the row run alone, step after step.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { before, describe, test } from 'node:test';
+
+import { init } from 'attention-wasm';
+
+import { BUILDS, TOLERANCE, maxRelativeError, toTensor } from './helpers.js';
+
+const ROOT = new URL('../fixtures/checkpoints/', import.meta.url);
+const CASES = readdirSync(ROOT).sort().map((name) => {
+  const read = (file) => readFileSync(new URL(`${name}/${file}`, ROOT));
+  return { name, config: JSON.parse(read('config.json')), weights: read('model.safetensors'), reference: JSON.parse(read('reference.json')) };
+});
+
+function assertClose(got, want, what) {
+  assert.deepEqual(got.shape, want.shape, `${what} shape`);
+  const err = maxRelativeError(got.data, want.data);
+  assert.ok(err <= TOLERANCE, `${what}: max relative error ${err} > ${TOLERANCE}`);
+}
+
+// The rows of `tensor` [N, t, H] at the tokens `mask` [N, t] marks 1, as one flat array.
+function tokenRows(tensor, mask) {
+  const width = tensor.shape[2];
+  const rows = [];
+  mask.data.forEach((token, i) => {
+    if (token) rows.push(...tensor.data.subarray(i * width, (i + 1) * width));
+  });
+  return Float32Array.from(rows);
+}
+
+function runLayer(attn, c, stateDict, layer) {
+  const block = attn.GroupedQueryAttention.fromConfig(c.config, { layer: layer.layer });
+  try {
+    block.loadStateDict(stateDict, { prefix: `model.layers.${layer.layer}.self_attn.` });
+    const forward = block.forward(toTensor(layer.forward.x), { needWeights: true });
+    assertClose(forward.output, toTensor(layer.forward.output), 'forward output');
+    assertClose(forward.weights, toTensor(layer.forward.weights), 'forward weights');
+
+    const { decode } = layer;
+    const cache = block.createCache(decode.maxLength);
+    assertClose(block.forward(toTensor(decode.prefill.x), { cache }).output, toTensor(decode.prefill.output), 'prefill');
+    decode.steps.forEach((step, i) => assertClose(block.forward(toTensor(step.x), { cache }).output, toTensor(step.output), `decode step ${i}`));
+    cache.dispose();
+
+    const { padded } = layer;
+    const batch = padded.x.shape[0];
+    const attentionMask = { data: Uint8Array.from(padded.attentionMask.data), shape: padded.attentionMask.shape };
+    const rows = block.createCache(padded.maxLength, { batch });
+    const prefill = block.forward(toTensor(padded.x), { cache: rows, attentionMask });
+    const err = maxRelativeError(tokenRows(prefill.output, attentionMask), tokenRows(toTensor(padded.output), attentionMask));
+    assert.ok(err <= TOLERANCE, `padded prefill (tokens only): ${err}`);
+    assert.deepEqual(rows.mask(), attentionMask, 'the cache keeps the mask');
+    padded.steps.forEach((step, i) => assertClose(block.forward(toTensor(step.x), { cache: rows }).output, toTensor(step.output), `padded step ${i}`));
+    rows.dispose();
+  } finally {
+    block.dispose();
+  }
+}
+
+for (const build of BUILDS) {
+  describe(`${build.name} build: checkpoints from config.json`, () => {
+    let attn;
+    before(async () => {
+      attn = await init(build.opts);
+    });
+
+    for (const c of CASES) {
+      test(`${c.name} (${c.config.model_type ?? c.config.text_config?.model_type})`, () => {
+        const stateDict = attn.loadSafetensors(c.weights);
+        for (const layer of c.reference.layers) runLayer(attn, c, stateDict, layer);
+      });
+    }
+  });
+}
