@@ -2,11 +2,12 @@
 // once, so the machine's drift (±30 % between minutes on a shared VM) slows them alike, where
 // separate `npm run bench` runs minutes apart cannot tell a few per cent from noise.
 //
-//   node bench/compare.mjs [--L 2048] [--rounds 12] [--threads 1] [--sdpa] DIST_A DIST_B ...
+//   node bench/compare.mjs [--L 2048] [--rounds 12] [--threads 1] [--sdpa | --decode] DIST_A DIST_B ...
 //
 // Each DIST is a built `dist/` directory (for an older commit: `git worktree add ../old <commit>`,
 // then `npm ci && npm run build` there). The problem is the bench's MultiheadAttention forward
-// (causal, weights off); `--sdpa` times causal scaledDotProductAttention on [1, 8, L, 64] instead.
+// (causal, weights off); `--sdpa` times causal scaledDotProductAttention on [1, 8, L, 64] instead,
+// `--decode` one decode step (32 query heads over an f32 KVCache of 8 heads of 128, L positions).
 // Prints min and median ms per build, and the largest difference between the builds' outputs.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +23,7 @@ const { values, positionals: dists } = parseArgs({
     rounds: { type: 'string', default: '12' },
     threads: { type: 'string', default: '1' },
     sdpa: { type: 'boolean', default: false },
+    decode: { type: 'boolean', default: false },
   },
 });
 if (dists.length < 2) throw new Error('usage: node bench/compare.mjs [--L N] [--rounds N] [--threads N] [--sdpa] DIST_A DIST_B ...');
@@ -33,7 +35,13 @@ for (const dist of dists) {
   const { init } = await import(pathToFileURL(path.resolve(dist, 'index.mjs')).href);
   const attn = await init({ threads });
   let run;
-  if (values.sdpa) {
+  if (values.decode) {
+    const cache = new attn.KVCache({ heads: 8, headDim: 128, maxLength: L });
+    const rows = { data: input(2 * L), shape: [1, 8, L, 128] };
+    cache.append(rows, rows);
+    const query = { data: x.subarray(0, 32 * 128), shape: [1, 32, 1, 128] };
+    run = () => cache.attend(query).output.data;
+  } else if (values.sdpa) {
     const qkv = { data: x.subarray(0, H * L * HEAD_DIM), shape: [1, H, L, HEAD_DIM] };
     run = () => attn.scaledDotProductAttention(qkv, qkv, qkv, { isCausal: true }).output.data;
   } else {
@@ -49,7 +57,7 @@ const outputs = builds.map(({ run }) => run());
 // baseline tier until TurboFan has compiled the hot functions).
 const timings = await measureAlternating(builds.map(({ run }) => run), { warmup: 1, warmupMs: 1000, minRuns: rounds, maxRuns: rounds, budgetMs: 0 });
 
-const problem = values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
+const problem = values.decode ? `decode step, 32 query heads over an f32 cache [1, 8, ${L}, 128]` : values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
 console.log(`${problem}, ${threads} thread(s), ${rounds} rounds in alternation`);
 for (const [i, { dist }] of builds.entries())
   console.log(`  ${dist.padEnd(30)} min ${timings[i].min_ms.toFixed(1).padStart(8)} ms   median ${timings[i].median_ms.toFixed(1).padStart(8)} ms`);
