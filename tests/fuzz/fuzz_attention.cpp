@@ -271,10 +271,19 @@ Reference reference_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, cons
   return r;
 }
 
+// The default RoPE frequencies base^(−k/half), k < half.
+std::vector<double> default_frequencies(double base, int64_t half) {
+  std::vector<double> inv_freq(half);
+  for (int64_t k = 0; k < half; ++k) inv_freq[k] = std::pow(base, -static_cast<double>(k) / static_cast<double>(half));
+  return inv_freq;
+}
+
 // RoPE as the contract writes it, in double, over x [..., length, dim]: the pairs (e, e + half)
-// (or (2k, 2k + 1) interleaved) turned by position · base^(−k/half); dimensions past 2·half kept.
-std::vector<double> reference_rope(const Tensor& x, const std::function<double(int64_t)>& position_of, double base, int64_t half,
-                                   bool interleaved) {
+// (or (2k, 2k + 1) interleaved) turned by position · inv_freq[k] and scaled by `attention`;
+// dimensions past 2·half kept.
+std::vector<double> reference_rope(const Tensor& x, const std::function<double(int64_t)>& position_of,
+                                   const std::vector<double>& inv_freq, bool interleaved, double attention = 1.0) {
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
   const int64_t length = x.shape.at_end(2), dim = x.shape.at_end(1);
   std::vector<double> out(x.data.begin(), x.data.end());
   for (int64_t row = 0; row < x.shape.leading_numel(2); ++row)
@@ -284,9 +293,9 @@ std::vector<double> reference_rope(const Tensor& x, const std::function<double(i
         const bool first = interleaved ? e % 2 == 0 : e < half;
         const int64_t pair = interleaved ? (first ? e + 1 : e - 1) : (first ? e + half : e - half);
         const int64_t k = interleaved ? e / 2 : e % half;
-        const double angle = position_of(l) * std::pow(base, -static_cast<double>(k) / static_cast<double>(half));
-        out[(row * length + l) * dim + e] = first ? a[e] * std::cos(angle) - a[pair] * std::sin(angle)
-                                                  : a[e] * std::cos(angle) + a[pair] * std::sin(angle);
+        const double angle = position_of(l) * inv_freq[k];
+        const double c = std::cos(angle) * attention, s = std::sin(angle) * attention;
+        out[(row * length + l) * dim + e] = first ? a[e] * c - a[pair] * s : a[e] * c + a[pair] * s;
       }
     }
   return out;
@@ -346,19 +355,39 @@ Tensor rounded(const attn::Shape& shape, const std::vector<double>& values) {
   return {shape, std::vector<float>(values.begin(), values.end())};
 }
 
-// Hugging Face's Llama attention block, written out: projections, RoPE at 0 … t−1 on q and k,
-// grouped heads, lower-right causal attention (window, soft cap, scale), heads merged, o_proj.
-// `weights`: q, k, v, o projection weights, then the q, k, v biases when the block has them.
+// RMSNorm in double of each run of `width` floats of x (QK-norm), scaled by w or 1 + w.
+Tensor rms_normed(const Tensor& x, int64_t width, const std::vector<float>& w, const attn::QkNorm& norm) {
+  Tensor y = x;
+  for (size_t start = 0; start < y.data.size(); start += width) {
+    double squares = 0.0;
+    for (int64_t e = 0; e < width; ++e) squares += static_cast<double>(x.data[start + e]) * x.data[start + e];
+    const double inverse = 1.0 / std::sqrt(squares / static_cast<double>(width) + norm.eps);
+    for (int64_t e = 0; e < width; ++e)
+      y.data[start + e] = static_cast<float>(x.data[start + e] * inverse * (norm.unit_offset ? 1.0 + w[e] : w[e]));
+  }
+  return y;
+}
+
+// Hugging Face's Llama attention block, written out: projections, QK-norm, RoPE at 0 … t−1 on q
+// and k (the scheme's frequencies and attention factor), grouped heads, lower-right causal
+// attention (window, soft cap, scale), heads merged, o_proj. `weights`: q, k, v, o projection
+// weights, then the q, k, v biases when the block has them, then q_norm and k_norm.
 Reference reference_llama_attention(const attn::GroupedQueryAttentionConfig& c, const std::vector<std::vector<float>>& weights,
-                                    const Tensor& x) {
+                                    const Tensor& x, const std::vector<double>& inv_freq, double attention) {
   const int64_t N = x.shape[0], t = x.shape[1], H = c.num_heads, G = c.num_key_value_heads, d = c.head_dim;
   const auto bias = [&](size_t i) { return c.qkv_bias ? weights[4 + i].data() : nullptr; };
-  const auto rotated = [&](const Tensor& heads) {
-    return rounded(heads.shape, reference_rope(heads, [](int64_t l) { return static_cast<double>(l); }, c.rope_base,
-                                               c.rotary_dim.value_or(d) / 2, c.rope_interleaved));
+  const size_t norms = c.qkv_bias ? 7 : 4;
+  const auto normed = [&](const Tensor& projected, size_t which) {
+    if (c.qk_norm.scope == attn::QkNormScope::none) return projected;
+    const int64_t width = c.qk_norm.scope == attn::QkNormScope::head ? d : projected.shape.at_end(1);
+    return rms_normed(projected, width, weights[norms + which], c.qk_norm);
   };
-  const Tensor q = rotated(split_heads(project(x, weights[0], H * d, bias(0)), H));
-  const Tensor k = rotated(split_heads(project(x, weights[1], G * d, bias(1)), G));
+  const auto rotated = [&](const Tensor& heads) {
+    return rounded(heads.shape, reference_rope(heads, [](int64_t l) { return static_cast<double>(l); }, inv_freq,
+                                               c.rope_interleaved, attention));
+  };
+  const Tensor q = rotated(split_heads(normed(project(x, weights[0], H * d, bias(0)), 0), H));
+  const Tensor k = rotated(split_heads(normed(project(x, weights[1], G * d, bias(1)), 1), G));
   const Tensor v = split_heads(project(x, weights[2], G * d, bias(2)), G);
   attn::SdpaOptions o;
   o.enable_gqa = true;
@@ -715,7 +744,7 @@ void fuzz_rope(Input& in) {
   if (!attn::rope(x.view(), o, out.data()).ok()) std::abort();
   const std::vector<double> want = reference_rope(x, [&](int64_t l) {
     return o.positions.present() ? o.positions.data[l] : static_cast<double>(o.offset + l);
-  }, o.base, o.rotary_dim.value_or(x.shape.at_end(1)) / 2, o.interleaved);
+  }, default_frequencies(o.base, o.rotary_dim.value_or(x.shape.at_end(1)) / 2), o.interleaved);
   for (size_t e = 0; e < want.size(); ++e)
     if (std::isfinite(want[e]) && !(std::fabs(out[e] - want[e]) <= 1e-5 * (1.0 + std::fabs(want[e])) + 1e-6 * (std::fabs(x.data[e]) + 1)))
       std::abort();
@@ -734,15 +763,47 @@ void fuzz_grouped_query_attention(Input& in) {
   c.rope_interleaved = in.flag();
   if (in.flag()) c.sliding_window = 1 + in.byte() % 5;
   if (in.flag()) c.softcap = 1.0f + in.byte() % 8;
+  if (in.flag()) {
+    c.qk_norm.scope = in.flag() ? attn::QkNormScope::head : attn::QkNormScope::all;
+    c.qk_norm.eps = in.flag() ? 1e-6 : 1e-2;
+    c.qk_norm.unit_offset = in.flag();
+  }
+  // The schemes whose frequencies do not depend on the length (so that a chunked run equals the
+  // whole); their values are the rope tests' to check against Hugging Face.
+  std::vector<double> given(c.head_dim / 2);
+  for (double& f : given) f = in.byte() / 64.0;
+  switch (in.byte() % 5) {
+    case 1: c.rope_scaling.type = attn::RopeType::linear, c.rope_scaling.factor = 1 + in.byte() % 8; break;
+    case 2:
+      c.rope_scaling.type = attn::RopeType::llama3, c.rope_scaling.factor = 8, c.rope_scaling.low_freq_factor = 1;
+      c.rope_scaling.high_freq_factor = 4, c.rope_scaling.original_max_position_embeddings = 1 + in.byte() * 8;
+      break;
+    case 3: c.rope_scaling.type = attn::RopeType::yarn, c.rope_scaling.factor = 1 + in.byte() % 8;
+      c.rope_scaling.original_max_position_embeddings = 1 + in.byte() * 64;
+      break;
+    case 4: c.rope_scaling.type = attn::RopeType::given, c.rope_scaling.inv_freq = given.data();
+      c.rope_scaling.inv_freq_count = c.head_dim / 2, c.rope_scaling.attention_scaling = in.byte() / 128.0;
+      break;
+    default: break;
+  }
   std::unique_ptr<attn::GroupedQueryAttention> block;
   if (!attn::GroupedQueryAttention::create(c, &block).ok()) std::abort();
+  attn::RopeFrequencies frequencies;
+  if (!frequencies.prepare(c.rope_scaling, c.rope_base, c.head_dim).ok()) std::abort();
+  std::vector<double> inv_freq(c.head_dim / 2);
+  const double attention = frequencies.compute(0, inv_freq.data());
   const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim, hidden = c.hidden_size;
   std::vector<std::pair<std::string, attn::Shape>> entries = {
       {"q_proj.weight", {q_size, hidden}}, {"k_proj.weight", {kv_size, hidden}}, {"v_proj.weight", {kv_size, hidden}},
       {"o_proj.weight", {hidden, q_size}}};
   if (c.qkv_bias) entries.insert(entries.end(), {{"q_proj.bias", {q_size}}, {"k_proj.bias", {kv_size}}, {"v_proj.bias", {kv_size}}});
+  if (c.qk_norm.scope != attn::QkNormScope::none) {
+    const bool per_head = c.qk_norm.scope == attn::QkNormScope::head;
+    entries.insert(entries.end(), {{"q_norm.weight", {per_head ? c.head_dim : q_size}}, {"k_norm.weight", {per_head ? c.head_dim : kv_size}}});
+  }
   std::vector<std::vector<float>> storage;
   std::vector<attn::NamedTensor> state_dict;
+  storage.reserve(entries.size());
   for (const auto& [name, shape] : entries) {
     storage.emplace_back(safe_numel(shape));
     for (float& x : storage.back()) x = (static_cast<int>(in.byte()) - 128) / 128.0f;
@@ -752,7 +813,7 @@ void fuzz_grouped_query_attention(Input& in) {
   const int64_t N = 1 + in.byte() % 2, t = 1 + in.byte() % 7;
   Tensor x{{N, t, hidden}, {}};
   for (int64_t e = 0; e < N * t * hidden; ++e) x.data.push_back((static_cast<int>(in.byte()) - 128) / 64.0f);
-  on_every_kernel_set(reference_llama_attention(block->config(), storage, x), static_cast<size_t>(N * t * hidden),
+  on_every_kernel_set(reference_llama_attention(block->config(), storage, x, inv_freq, attention), static_cast<size_t>(N * t * hidden),
                       [&](float* out, float* weights) { return block->forward(x.view(), {}, out, weights).ok(); });
   std::vector<float> whole(N * t * hidden), chunked(N * t * hidden);
   if (!block->forward(x.view(), {}, whole.data(), nullptr).ok()) std::abort();
@@ -778,6 +839,23 @@ void fuzz_grouped_query_attention(Input& in) {
   for (size_t e = 0; e < whole.size(); ++e)
     if (f16 ? !std::isfinite(chunked[e]) : !(std::fabs(chunked[e] - whole[e]) <= 1e-4 * (1.0 + std::fabs(whole[e]))))
       std::abort();
+
+  // The first row left-padded with junk, its attention_mask saying so, through a cache: its tokens
+  // equal the row run alone (positions counted as generate() does, padded keys hidden).
+  const int64_t pad = 1 + in.byte() % 3;
+  Tensor padded{{1, pad + t, hidden}, std::vector<float>(pad * hidden, 1e3f)};
+  padded.data.insert(padded.data.end(), x.data.begin(), x.data.begin() + t * hidden);
+  std::vector<uint8_t> tokens(pad + t, 1);
+  std::fill_n(tokens.begin(), pad, 0);
+  std::unique_ptr<attn::KVCache> rows;
+  if (!attn::KVCache::create(block->cache_config(pad + t, 1, attn::CacheDtype::f32), &rows).ok()) std::abort();
+  attn::GroupedQueryAttentionOptions masked;
+  masked.cache = rows.get();
+  masked.attention_mask = {attn::MaskType::boolean, tokens.data(), {1, pad + t}};
+  std::vector<float> out((pad + t) * hidden);
+  if (!block->forward(padded.view(), masked, out.data(), nullptr).ok()) std::abort();
+  for (int64_t e = 0; e < t * hidden; ++e)
+    if (!(std::fabs(out[pad * hidden + e] - whole[e]) <= 1e-4 * (1.0 + std::fabs(whole[e])))) std::abort();
 }
 
 // Loads a state dict of the declared shapes with data from the input, sometimes with one entry
