@@ -162,9 +162,58 @@ export interface IdsTensor {
   shape: readonly number[];
 }
 
-export interface RopeOptions {
-  /** One position per row (L of them). Default `offset … offset + L − 1`. */
-  positions?: Int32Array | readonly number[];
+/**
+ * Hugging Face's `rope_scaling` as it stands in `config.json` (snake_case keys). The inverse
+ * frequencies and the attention factor (which multiplies cos and sin) are transformers'
+ * `ROPE_INIT_FUNCTIONS`, in double precision. `'dynamic'` and `'longrope'` depend on the length a
+ * call covers (its largest position + 1, over the whole batch), as Hugging Face's do while
+ * positions grow: keys already in a cache keep their rotation, so when a longrope model crosses
+ * `original_max_position_embeddings` mid-generation, re-run the prefill (as Phi-3's `generate` does).
+ */
+export interface RopeScaling {
+  /** Default `'default'`; `type` is the older name of the key (Phi-3's `'su'` is `fromConfig`'s to rename). */
+  rope_type?: 'default' | 'linear' | 'dynamic' | 'yarn' | 'longrope' | 'llama3';
+  type?: 'default' | 'linear' | 'dynamic' | 'yarn' | 'longrope' | 'llama3';
+  /** linear, dynamic and llama3 need it; yarn and longrope default to maxPositionEmbeddings / original_max_position_embeddings. */
+  factor?: number;
+  /** yarn (default `0.1·ln(factor) + 1`, or from mscale / mscale_all_dim), longrope (default `sqrt(1 + ln(factor) / ln(original))`). */
+  attention_factor?: number;
+  /** yarn: default 32 and 1. */
+  beta_fast?: number;
+  beta_slow?: number;
+  /** yarn. */
+  mscale?: number;
+  mscale_all_dim?: number;
+  /** yarn: round the correction range outwards. Default true. */
+  truncate?: boolean;
+  /** llama3 (required). */
+  low_freq_factor?: number;
+  high_freq_factor?: number;
+  /** yarn, longrope, llama3. Default `maxPositionEmbeddings`. */
+  original_max_position_embeddings?: number;
+  /** longrope: `rotaryDim / 2` factors each; long ones once the length passes the original. */
+  short_factor?: readonly number[];
+  long_factor?: readonly number[];
+}
+
+/** The RoPE scheme options `attn.rope` and `GroupedQueryAttention` share. */
+export interface RopeSchemeOptions {
+  /** Hugging Face's `config.rope_scaling`. Default: plain RoPE. */
+  ropeScaling?: RopeScaling | null;
+  /** Hugging Face's `max_position_embeddings`, for the types that read it (dynamic; the defaults above). */
+  maxPositionEmbeddings?: number | null;
+  /** Any other scheme: `rotaryDim / 2` inverse frequencies, given directly (not with `ropeScaling`). */
+  invFreq?: Float64Array | Float32Array | null;
+  /** With `invFreq`: the factor that multiplies cos and sin. Default 1. */
+  attentionScaling?: number;
+}
+
+export interface RopeOptions extends RopeSchemeOptions {
+  /**
+   * Positions `[L]` (numbers or an Int32Array), or `[N, L]` for x `[N, ..., L, d]` (one row of
+   * positions per batch entry, as Hugging Face's `position_ids`). Default `offset … offset + L − 1`.
+   */
+  positions?: Int32Array | readonly number[] | IdsTensor;
   /** The first position when `positions` is not given. Default 0. */
   offset?: number;
   /** Default 10000 (Llama 3 uses 500000). */
@@ -454,7 +503,7 @@ export interface KVCache {
    * Appends key `[batch, heads, t, headDim]` and value `[batch, heads, t, valueDim]`. Past
    * `maxLength` (no window) it throws and keeps what it held.
    */
-  append(key: Tensor, value: Tensor): this;
+  append(key: Tensor, value: Tensor, opts?: KVCacheAppendOptions): this;
   /**
    * Attention of query `[batch, Hq, n, headDim]` (the latest `n` positions; `Hq` a multiple of
    * `heads`) over the held positions: output `[batch, Hq, n, valueDim]`, weights
@@ -471,13 +520,44 @@ export interface KVCache {
   keys(): ResultTensor;
   /** The held values as float32 `[batch, heads, length, valueDim]`, oldest first. */
   values(): ResultTensor;
+  /** The held attention mask `[batch, length]` (1 a token, 0 padding; all 1 where none was given), oldest first. */
+  mask(): BoolMask;
   /** Frees its wasm memory now; later use throws (`DISPOSED`). */
   dispose(): void;
   [Symbol.dispose](): void;
 }
 
+/**
+ * Hugging Face's `attention_mask`: `[N, t]`, **1 = a token, 0 = padding** (left padding in a
+ * batch), in any integer typed array (`BigInt64Array` as transformers.js gives it), or numbers or
+ * booleans.
+ */
+export interface TokenMask {
+  data: Uint8Array | Int8Array | Int32Array | Uint32Array | BigInt64Array | Float32Array | readonly (number | boolean)[];
+  shape: readonly number[];
+}
+
+export interface KVCacheAppendOptions {
+  /** The appended positions' attention mask `[batch, t]`, kept with them: `attend` hides padded keys. */
+  mask?: TokenMask | null;
+}
+
+/** QK-norm: RMSNorm of q and of k after the projections, before RoPE, computed in f32. */
+export interface QkNorm {
+  /**
+   * `'head'`: over each head's `headDim` (Qwen3, Gemma 3; `q_norm.weight`, `k_norm.weight` of
+   * `[headDim]`); `'all'`: over the whole projection (OLMo 2; `[numHeads·headDim]` and
+   * `[numKeyValueHeads·headDim]`).
+   */
+  scope: 'head' | 'all';
+  /** Default 1e-6 (`rms_norm_eps`). */
+  eps?: number;
+  /** Scale by `1 + weight` (Gemma's RMSNorm). Default false. */
+  unitOffset?: boolean;
+}
+
 /** `new attn.GroupedQueryAttention(hiddenSize, numHeads, numKeyValueHeads, opts)`. */
-export interface GroupedQueryAttentionOptions {
+export interface GroupedQueryAttentionOptions extends RopeSchemeOptions {
   /** Default `hiddenSize / numHeads`. */
   headDim?: number;
   /** q/k/v projection biases (Qwen2). Default false. */
@@ -490,6 +570,8 @@ export interface GroupedQueryAttentionOptions {
   ropeInterleaved?: boolean;
   /** Rotated dims (even). Default `headDim`. */
   rotaryDim?: number;
+  /** QK-norm (Qwen3, Gemma 3, OLMo 2). Default none. */
+  qkNorm?: QkNorm | null;
   /** Mistral / Gemma 2 `sliding_window`. */
   slidingWindow?: number | null;
   /** Gemma 2 `attn_logit_softcapping`. */
@@ -501,7 +583,17 @@ export interface GroupedQueryAttentionOptions {
 export interface GroupedQueryAttentionForwardOptions {
   /** k and v are appended to it, and attention covers everything it holds. */
   cache?: KVCache | null;
-  /** RoPE positions `[t]` (numbers or an Int32Array) or `[N, t]`. Default `cache.position + 0 … t−1`, or `0 … t−1`. */
+  /**
+   * Hugging Face's `attention_mask` of the new tokens, `[N, t]` (1 a token, 0 padding): padded
+   * keys are hidden, and a cache keeps the mask, so later steps need none. A padded row's tokens
+   * equal the row run alone.
+   */
+  attentionMask?: TokenMask | null;
+  /**
+   * RoPE positions `[t]` (numbers or an Int32Array) or `[N, t]`. Default Hugging Face
+   * `generate()`'s: each row's tokens counted (`cumsum(attentionMask) − 1`, padding at 0), on from
+   * those the cache holds; without padding, `cache.position + 0 … t−1`, or `0 … t−1`.
+   */
   positions?: readonly number[] | Int32Array | IdsTensor;
   /**
    * Broadcastable to `[N, numHeads, t, m]`: boolean 1 = may attend (left padding), or additive.
@@ -515,10 +607,12 @@ export interface GroupedQueryAttentionForwardOptions {
 
 /**
  * The attention block of Hugging Face `LlamaAttention` / `MistralAttention` / `Qwen2Attention` /
- * `Gemma2Attention`. `loadStateDict` takes `q_proj.weight [numHeads·headDim, hiddenSize]`,
- * `k_proj.weight` and `v_proj.weight [numKeyValueHeads·headDim, hiddenSize]`,
- * `o_proj.weight [hiddenSize, numHeads·headDim]`, the q/k/v biases with `qkvBias` and
- * `o_proj.bias` with `outputBias` (`{ prefix: 'model.layers.0.self_attn.' }` reads one layer).
+ * `Qwen3Attention` / `Gemma2Attention` / `Gemma3Attention` / `Phi3Attention` / `Olmo2Attention`.
+ * `loadStateDict` takes `q_proj.weight [numHeads·headDim, hiddenSize]`, `k_proj.weight` and
+ * `v_proj.weight [numKeyValueHeads·headDim, hiddenSize]` (or Phi-3's fused `qkv_proj.weight`, their
+ * rows in that order), `o_proj.weight [hiddenSize, numHeads·headDim]`, the q/k/v biases with
+ * `qkvBias`, `o_proj.bias` with `outputBias`, `q_norm.weight` / `k_norm.weight` with `qkNorm`
+ * (`{ prefix: 'model.layers.0.self_attn.' }` reads one layer).
  */
 export interface GroupedQueryAttention extends AttentionModule {
   readonly hiddenSize: number;
@@ -533,6 +627,9 @@ export interface GroupedQueryAttention extends AttentionModule {
   readonly slidingWindow: number | null;
   readonly softcap: number | null;
   readonly scale: number | null;
+  readonly ropeScaling: RopeScaling | null;
+  readonly maxPositionEmbeddings: number | null;
+  readonly qkNorm: Required<QkNorm> | null;
   /** A `KVCache` shaped for the block (`numKeyValueHeads` heads of `headDim`, window `slidingWindow`). */
   createCache(maxLength: number, opts?: { batch?: number; dtype?: 'f32' | 'f16' }): KVCache;
   /**
@@ -598,8 +695,17 @@ export interface Attention {
   readonly AdditiveAttention: new (querySize: number, keySize: number, hiddenSize: number, opts?: ModuleOptions) => AdditiveAttention;
   /** `new attn.RelativeMultiHeadAttention(heads, dModel, opts?)`; dModel divisible by heads. */
   readonly RelativeMultiHeadAttention: new (heads: number, dModel: number, opts?: RelativeMultiHeadAttentionOptions) => RelativeMultiHeadAttention;
-  /** `new attn.GroupedQueryAttention(hiddenSize, numHeads, numKeyValueHeads, opts?)`; numKeyValueHeads divides numHeads. */
-  readonly GroupedQueryAttention: new (hiddenSize: number, numHeads: number, numKeyValueHeads: number, opts?: GroupedQueryAttentionOptions) => GroupedQueryAttention;
+  /**
+   * `new attn.GroupedQueryAttention(hiddenSize, numHeads, numKeyValueHeads, opts?)`;
+   * numKeyValueHeads divides numHeads. `GroupedQueryAttention.fromConfig(config, { layer })`: the
+   * block of layer `layer` (default 0) of the model a parsed Hugging Face `config.json` describes
+   * (`model_type` llama, mistral, qwen2, qwen3, gemma2, gemma3_text or gemma3's `text_config`, phi3,
+   * olmo2), every field that changes its attention honoured or refused by name.
+   */
+  readonly GroupedQueryAttention: {
+    new (hiddenSize: number, numHeads: number, numKeyValueHeads: number, opts?: GroupedQueryAttentionOptions): GroupedQueryAttention;
+    fromConfig(config: Record<string, unknown>, opts?: { layer?: number }): GroupedQueryAttention;
+  };
   /** `new attn.KVCache({ batch, heads, headDim, valueDim, maxLength, dtype, window })`. */
   readonly KVCache: new (opts: KVCacheOptions) => KVCache;
   /**

@@ -22,12 +22,15 @@ import {
   type MultiheadAttentionForwardOptions,
   type RelativeMultiHeadAttention,
   type ResultTensor,
+  type QkNorm,
   type RopeOptions,
+  type RopeScaling,
   type SdpaOptions,
   type SelfAttention,
   type StateDict,
   type Stats,
   type Tensor,
+  type TokenMask,
 } from 'attention-wasm';
 
 const tensor = (shape: readonly number[], fill = 0.5): Tensor => ({
@@ -100,6 +103,10 @@ const ropeOptions: RopeOptions = { positions: [3, 4], base: 500000, rotaryDim: 4
 const rotated: ResultTensor = attn.rope(q, ropeOptions);
 attn.rope(q, { positions: Int32Array.of(0, 1), offset: 2 });
 const rotatedShape: number[] = rotated.shape;
+const llama3: RopeScaling = { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 };
+attn.rope(q, { ropeScaling: llama3, positions: { data: new Int32Array(4), shape: [2, 2] } });
+attn.rope(q, { ropeScaling: { type: 'dynamic', factor: 2 }, maxPositionEmbeddings: 2048 });
+attn.rope(q, { invFreq: new Float64Array(2), attentionScaling: 1.2 });
 
 // ---- KV cache and GroupedQueryAttention ----------------------------------------------------
 const kvCache: KVCache = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 16, dtype: 'f16', window: 8 });
@@ -124,6 +131,15 @@ const prefill: AttentionResult<null> = gqa.forward(tensor([1, 5, 64]), { cache: 
 const step: AttentionResult<ResultTensor> = gqa.forward(tensor([1, 1, 64]), { cache: gqaCache, needWeights: true });
 gqa.forward(tensor([2, 3, 64]), { positions: { data: new Int32Array(6), shape: [2, 3] }, attnMask: { data: new Uint8Array(6), shape: [2, 1, 1, 3] } });
 const gqaHeads: number = gqa.numHeads + gqa.numKeyValueHeads + gqa.headDim + gqa.rotaryDim;
+const qwen3: GroupedQueryAttention = attn.GroupedQueryAttention.fromConfig({ model_type: 'qwen3', hidden_size: 64, num_attention_heads: 8 }, { layer: 0 });
+const norm: QkNorm | null = qwen3.qkNorm;
+const scaling: RopeScaling | null = new attn.GroupedQueryAttention(64, 8, 2, { ropeScaling: llama3, qkNorm: { scope: 'all', unitOffset: true } }).ropeScaling;
+qwen3.loadStateDict({ 'qkv_proj.weight': tensor([96, 64]) });
+const paddedCache: KVCache = qwen3.createCache(16, { batch: 2 });
+const attentionMask: TokenMask = { data: new BigInt64Array(6), shape: [2, 3] };
+qwen3.forward(tensor([2, 3, 64]), { cache: paddedCache, attentionMask });
+paddedCache.append(tensor([2, 8, 1, 8]), tensor([2, 8, 1, 8]), { mask: { data: [1, 1], shape: [2, 1] } });
+const heldMask: BoolMask = paddedCache.mask();
 // A shape written `as const` is accepted.
 attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);
 
