@@ -9,7 +9,10 @@
 // (its thread pool spins after each run and would slow whatever runs next). Every row's output of
 // its last step is checked against a float64 reference of that step. Each row's roofline is the
 // larger of its floor and its multiply-adds at our relaxed GEMM's rate on as many threads
-// (gemm-rate.mjs, the `gemm-rate` rows), measured in the same run.
+// (gemm-rate.mjs, the `gemm-rate` rows), measured in the same run. Then the whole attention block
+// (GroupedQueryAttention: projections, RoPE, the cache, o_proj) at 4096 on 1 thread: plain RoPE,
+// Llama 3's scaled RoPE (which should cost nothing more), and a batch of 4 left-padded rows beside
+// batch 1, also in alternation.
 //
 //   node --experimental-wasm-relaxed-simd bench/decode.mjs [--json FILE] [--quick]
 //   (npm run bench -- --decode [--json FILE] [--quick] also builds first)
@@ -92,7 +95,7 @@ function gqaModel(context) {
 }
 
 const print = (row) => {
-  const cells = [row.impl.padEnd(22), String(row.context ?? '').padStart(6), String(row.threads).padStart(3),
+  const cells = [row.impl.padEnd(28), String(row.context ?? '').padStart(6), String(row.threads).padStart(3),
     row.min_ms?.toFixed(3).padStart(9) ?? ''.padStart(9), row.median_ms?.toFixed(3).padStart(9) ?? ''.padStart(9),
     row.max_abs_err === undefined ? ''.padStart(9) : row.max_abs_err.toExponential(1).padStart(9),
     row.floor_ms === undefined ? ''.padStart(8) : row.floor_ms.toFixed(3).padStart(8),
@@ -154,6 +157,46 @@ function ourRows(attn, p) {
   };
 }
 
+// Llama-3.2-1B's attention block, one token a step at `context` held positions (the cache filled
+// directly: its keys' values do not change the time), timed in alternation: plain RoPE, llama3
+// scaling, and batch 4 with rows left-padded by 0, 100, 500 and 1000 positions.
+async function blockRows(attn, context) {
+  const hidden = HQ * D, random = mulberry32(7);
+  const stateDict = {};
+  for (const [name, shape] of [['q_proj.weight', [hidden, hidden]], ['k_proj.weight', [HKV * D, hidden]], ['v_proj.weight', [HKV * D, hidden]], ['o_proj.weight', [hidden, hidden]]])
+    stateDict[name] = tensor(shape, random);
+  const llama3 = { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 };
+  const setups = [
+    ['ours-block-decode', {}, 1],
+    ['ours-block-decode-llama3', { ropeScaling: llama3 }, 1],
+    ['ours-block-decode-padded-b4', { ropeScaling: llama3 }, 4],
+  ].map(([impl, opts, batch]) => {
+    const block = new attn.GroupedQueryAttention(hidden, HQ, HKV, { ropeBase: 500000, ...opts });
+    block.loadStateDict(stateDict);
+    const cache = block.createCache(context, { batch });
+    const padding = [0, 100, 500, 1000];
+    const mask = { shape: [batch, context - 1], data: new Uint8Array(batch * (context - 1)) };
+    for (let b = 0; b < batch; b++) mask.data.fill(1, b * (context - 1) + padding[b], (b + 1) * (context - 1));
+    const rows = tensor([batch, HKV, context - 1, D], random);
+    cache.append(rows, rows, { mask });
+    const x = tensor([batch, 1, hidden], random);
+    const run = () => {
+      block.forward(x, { cache });
+      cache.truncate(context - 1);
+    };
+    return { impl, batch, block, cache, run };
+  });
+  const timings = await measureAlternating(setups.map(({ run }) => run), plan);
+  const result = setups.map(({ impl, batch }, i) => ({
+    impl, context, threads: 1, batch, median_ms: timings[i].median_ms, min_ms: timings[i].min_ms, build: attn.build,
+  }));
+  for (const { block, cache } of setups) {
+    cache.dispose();
+    block.dispose();
+  }
+  return result;
+}
+
 async function ortRow(p, threads, ours) {
   const row = { impl: 'onnxruntime-web-gqa', context: p.context, threads };
   const worker = new OrtWorker(threads);
@@ -187,7 +230,7 @@ async function ortRow(p, threads, ours) {
 // ---------------------------------------------------------------------------------------------
 
 console.log(`attention-wasm bench: decode, ${HQ} query heads over ${HKV} key/value heads, head dim ${D}, batch 1, one new token a step`);
-console.log(`${'impl'.padEnd(22)}  ${'context'.padStart(6)}  thr  ${'min ms'.padStart(9)}  ${'median ms'.padStart(9)}  ${'max err'.padStart(9)}  ${'floor ms'.padStart(8)}  ${'roof ms'.padStart(8)}  ${'x roof'.padStart(6)}  ${'GB/s'.padStart(7)}  ${'GF/s'.padStart(6)}  note`);
+console.log(`${'impl'.padEnd(28)}  ${'context'.padStart(6)}  thr  ${'min ms'.padStart(9)}  ${'median ms'.padStart(9)}  ${'max err'.padStart(9)}  ${'floor ms'.padStart(8)}  ${'roof ms'.padStart(8)}  ${'x roof'.padStart(6)}  ${'GB/s'.padStart(7)}  ${'GF/s'.padStart(6)}  note`);
 const problems = contexts.map(problem);
 const byThreads = {};
 for (const threads of [1, 2]) {
@@ -246,12 +289,25 @@ for (const threads of [1, 2]) {
   }
   attn.dispose();
 }
+{
+  const attn = await init({ threads: 1 });
+  const [plain, llama3, padded] = await blockRows(attn, args.quick ? 512 : 4096);
+  for (const row of [plain, llama3, padded]) {
+    rows.push(row);
+    print({ ...row, note: `batch ${row.batch}${row.batch > 1 ? `, ${(row.median_ms / row.batch).toFixed(3)} ms a row` : ''}` });
+  }
+  const ratio = llama3.median_ms / plain.median_ms;
+  goals.push(`ours-block-decode-llama3 at ${llama3.context}: ${ratio.toFixed(2)}x the unscaled step (goal: the same speed)`);
+  goals.push(`ours-block-decode-padded-b4 at ${padded.context}: ${(padded.median_ms / llama3.median_ms).toFixed(2)}x batch 1 for 4 rows`);
+  attn.dispose();
+}
 console.log('');
 for (const goal of goals) console.log(goal);
 if (args.json) {
-  const json = rows.map(({ impl, context, threads, median_ms, min_ms, max_abs_err, gbps, gflops, roofline_ms }) => {
+  const json = rows.map(({ impl, context, threads, batch, median_ms, min_ms, max_abs_err, gbps, gflops, roofline_ms }) => {
     if (impl === 'read-bandwidth') return { impl, threads, gbps };
     if (impl === 'gemm-rate') return { impl, threads, gflops };
+    if (batch) return { impl, context, threads, batch, median_ms, min_ms };
     return { impl, context, threads, median_ms, min_ms, max_abs_err, roofline_ms };
   });
   await writeFile(args.json, `${JSON.stringify(json, null, 2)}\n`);
