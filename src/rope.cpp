@@ -28,12 +28,17 @@ Status check_length(const std::optional<int64_t>& value, const char* argument) {
   return Status::success();
 }
 
+// Logarithms and powers through log1p (a polynomial) and exp (whose table exp2 already brings):
+// std::log's and std::pow's tables would add 7 KB to every page for a few numbers a call.
+double ln(double x) { return std::log1p(x - 1.0); }
+double power(double base, double exponent) { return std::exp(exponent * ln(base)); }
+
 // Hugging Face's get_mscale (YaRN's attention factor for a scale s).
-double yarn_mscale(double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+double yarn_mscale(double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.1 * mscale * ln(scale) + 1.0; }
 
 // base^(-2k/r): the default frequencies (_compute_default_rope_parameters).
 double default_frequency(double base, int64_t k, int64_t half) {
-  return 1.0 / std::pow(base, static_cast<double>(k) / static_cast<double>(half));
+  return power(base, -static_cast<double>(k) / static_cast<double>(half));
 }
 
 }  // namespace
@@ -70,10 +75,10 @@ Status RopeFrequencies::check(const RopeScaling& s, double base, int64_t rotary_
       for (auto [value, name] : {std::pair{s.beta_fast, "ropeScaling.beta_fast"}, {s.beta_slow, "ropeScaling.beta_slow"},
                                  {s.mscale, "ropeScaling.mscale"}, {s.mscale_all_dim, "ropeScaling.mscale_all_dim"}})
         if (value && !std::isfinite(*value)) return Status::invalid(name, "a finite number", number_string(*value));
-      if (!s.factor && !(s.max_position_embeddings && s.original_max_position_embeddings))
+      if (!s.factor && !s.max_position_embeddings)
         return Status::invalid("ropeScaling.factor",
-                               "a positive finite number, or maxPositionEmbeddings and "
-                               "ropeScaling.original_max_position_embeddings to derive it",
+                               "a positive finite number, or maxPositionEmbeddings to derive it (÷ "
+                               "original_max_position_embeddings)",
                                "none");
       return need_original("yarn");
     case RopeType::longrope:
@@ -87,10 +92,10 @@ Status RopeFrequencies::check(const RopeScaling& s, double base, int64_t rotary_
           if (!(factors[k] > 0.0 && std::isfinite(factors[k])))
             return Status::invalid(factors == s.short_factor ? "ropeScaling.short_factor" : "ropeScaling.long_factor",
                                    "positive finite numbers", number_string(factors[k]) + " at " + std::to_string(k));
-      if (!s.factor && !(s.max_position_embeddings && s.original_max_position_embeddings))
+      if (!s.factor && !s.max_position_embeddings)
         return Status::invalid("maxPositionEmbeddings",
-                               "a positive integer (with ropeScaling.original_max_position_embeddings, it gives "
-                               "longrope's factor), or ropeScaling.factor",
+                               "a positive integer (÷ original_max_position_embeddings, it gives longrope's "
+                               "factor), or ropeScaling.factor",
                                "none");
       return need_original("longrope");
     case RopeType::llama3:
@@ -145,24 +150,24 @@ double RopeFrequencies::compute(int64_t sequence_length, double* inv_freq) const
   const int64_t original = s.original_max_position_embeddings.value_or(s.max_position_embeddings.value_or(0));
   switch (s.type) {
     case RopeType::standard:
-    case RopeType::linear:
-      for (int64_t k = 0; k < half; ++k) inv_freq[k] = default_frequency(base_, k, half) / s.factor.value_or(1.0);
+    case RopeType::linear: {
+      const double factor = s.type == RopeType::linear ? *s.factor : 1.0;
+      for (int64_t k = 0; k < half; ++k) inv_freq[k] = default_frequency(base_, k, half) / factor;
       return 1.0;
+    }
     case RopeType::dynamic: {
       // _compute_dynamic_ntk_parameters: the base grows with the length past max_position_embeddings.
       const double max_positions = static_cast<double>(*s.max_position_embeddings);
       const double length = std::max(static_cast<double>(sequence_length), max_positions);
       const double factor = *s.factor;
-      const double base = base_ * std::pow(factor * length / max_positions - (factor - 1.0), dim / (dim - 2.0));
+      const double base = base_ * power(factor * length / max_positions - (factor - 1.0), dim / (dim - 2.0));
       for (int64_t k = 0; k < half; ++k) inv_freq[k] = default_frequency(base, k, half);
       return 1.0;
     }
     case RopeType::yarn: {
       // _compute_yarn_parameters: frequencies below the correction range interpolated (divided by
       // the factor), those above kept, a linear ramp between.
-      const double factor =
-          s.factor ? *s.factor
-                   : static_cast<double>(*s.max_position_embeddings) / static_cast<double>(*s.original_max_position_embeddings);
+      const double factor = s.factor ? *s.factor : static_cast<double>(*s.max_position_embeddings) / static_cast<double>(original);
       double attention = 0.0;
       if (s.attention_factor)
         attention = *s.attention_factor;
@@ -174,7 +179,7 @@ double RopeFrequencies::compute(int64_t sequence_length, double* inv_freq) const
       const double beta_fast = s.beta_fast && *s.beta_fast != 0.0 ? *s.beta_fast : 32.0;
       const double beta_slow = s.beta_slow && *s.beta_slow != 0.0 ? *s.beta_slow : 1.0;
       const auto correction_dim = [&](double rotations) {
-        return dim * std::log(static_cast<double>(original) / (rotations * 2.0 * kPi)) / (2.0 * std::log(base_));
+        return dim * ln(static_cast<double>(original) / (rotations * 2.0 * kPi)) / (2.0 * ln(base_));
       };
       double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
       if (s.truncate) {
@@ -200,7 +205,7 @@ double RopeFrequencies::compute(int64_t sequence_length, double* inv_freq) const
                    : static_cast<double>(*s.max_position_embeddings) / static_cast<double>(original);
       const double attention =
           s.attention_factor ? *s.attention_factor
-                             : factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original)));
+                             : factor <= 1.0 ? 1.0 : std::sqrt(1.0 + ln(factor) / ln(static_cast<double>(original)));
       const double* factors = sequence_length > original ? s.long_factor : s.short_factor;
       for (int64_t k = 0; k < half; ++k) inv_freq[k] = default_frequency(base_, k, half) / factors[k];
       return attention;

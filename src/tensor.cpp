@@ -56,8 +56,11 @@ std::string number_string(double x) {
   if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
   const double magnitude = std::fabs(x);
   if (magnitude >= 1e12) {
-    const int exponent = static_cast<int>(std::floor(std::log10(magnitude)));
-    return number_string(x / std::pow(10.0, exponent)) + "e+" + std::to_string(exponent);
+    // Divided down rather than through log10 and pow, whose tables would weigh 5 KB in the page.
+    int exponent = 0;
+    double mantissa = magnitude;
+    for (; mantissa >= 10.0; ++exponent) mantissa /= 10.0;
+    return number_string(std::copysign(mantissa, x)) + "e+" + std::to_string(exponent);
   }
   const int64_t millionths = std::llround(magnitude * 1e6);
   std::string s = (x < 0 && millionths > 0 ? "-" : "") + std::to_string(millionths / 1000000);
