@@ -70,6 +70,39 @@ for (const build of BUILDS) {
       attn = await init(build.opts);
     });
 
+    // The same model written in the forms transformers also reads: v5's rope_parameters (nested by
+    // layer type for Gemma 3) and a multimodal config's text_config, and Phi-3's legacy 'su' type.
+    test('fromConfig reads rope_parameters, text_config and legacy rope types as the older forms', () => {
+      const byName = Object.fromEntries(CASES.map((c) => [c.name, c]));
+      const gemma = byName['gemma-3-1b'].config;
+      const { rope_scaling: scaling, rope_theta: theta, rope_local_base_freq: local, ...rest } = gemma;
+      const nested = { ...rest, rope_parameters: { full_attention: { ...scaling, rope_theta: theta }, sliding_attention: { rope_type: 'default', rope_theta: local } } };
+      const multimodal = { model_type: 'gemma3', text_config: gemma, vision_config: { model_type: 'siglip_vision_model' } };
+      const llama = byName['llama-3.2-1b'].config;
+      const { rope_scaling: llamaScaling, rope_theta: llamaTheta, ...llamaRest } = llama;
+      const phi = byName['phi-3-mini-128k'].config;
+      const pairs = [
+        ['gemma-3-1b', gemma, nested, [0, 5]], ['gemma-3-1b', gemma, multimodal, [0, 5]],
+        ['llama-3.2-1b', llama, { ...llamaRest, rope_parameters: { ...llamaScaling, rope_theta: llamaTheta } }, [0]],
+        ['phi-3-mini-128k', phi, { ...phi, rope_scaling: { ...phi.rope_scaling, type: 'su' } }, [0]],
+      ];
+      for (const [name, config, other, layers] of pairs) {
+        const stateDict = attn.loadSafetensors(byName[name].weights);
+        for (const layer of layers) {
+          const [a, b] = [config, other].map((cfg) => {
+            const block = attn.GroupedQueryAttention.fromConfig(cfg, { layer });
+            block.loadStateDict(stateDict, { prefix: `model.layers.${layer}.self_attn.` });
+            return block;
+          });
+          assert.deepEqual({ ...b }, { ...a }, `${name} layer ${layer}: the same options`);
+          const x = toTensor(byName[name].reference.layers[0].forward.x);
+          assert.deepEqual(b.forward(x).output, a.forward(x).output, `${name} layer ${layer}`);
+          a.dispose();
+          b.dispose();
+        }
+      }
+    });
+
     for (const c of CASES) {
       test(`${c.name} (${c.config.model_type ?? c.config.text_config?.model_type})`, () => {
         const stateDict = attn.loadSafetensors(c.weights);
