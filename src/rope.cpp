@@ -140,14 +140,27 @@ Status RopeFrequencies::prepare(const RopeScaling& scaling, double base, int64_t
     std::copy_n(scaling.inv_freq, half_, tables_.data());
     scaling_.inv_freq = tables_.data();
   }
+  original_ = scaling.original_max_position_embeddings.value_or(scaling.max_position_embeddings.value_or(0));
+  if (scaling.type == RopeType::dynamic) return Status::success();
+  s = frequencies_.allocate(longrope ? 2 * half_ : half_, "RoPE frequencies");
+  if (!s.ok()) return s;
+  attention_ = derive(original_, frequencies_.data());
+  if (longrope) derive(original_ + 1, frequencies_.data() + half_);
   return Status::success();
 }
 
 double RopeFrequencies::compute(int64_t sequence_length, double* inv_freq) const {
+  if (scaling_.type == RopeType::dynamic) return derive(sequence_length, inv_freq);
+  const bool past_original = scaling_.type == RopeType::longrope && sequence_length > original_;
+  std::copy_n(frequencies_.data() + (past_original ? half_ : 0), half_, inv_freq);
+  return attention_;
+}
+
+double RopeFrequencies::derive(int64_t sequence_length, double* inv_freq) const {
   const RopeScaling& s = scaling_;
   const int64_t half = half_;
   const double dim = 2.0 * static_cast<double>(half);
-  const int64_t original = s.original_max_position_embeddings.value_or(s.max_position_embeddings.value_or(0));
+  const int64_t original = original_;
   switch (s.type) {
     case RopeType::standard:
     case RopeType::linear: {

@@ -48,14 +48,21 @@ class RopeFrequencies {
 
   int64_t half() const { return half_; }
   // Writes the rotary_dim / 2 inverse frequencies for a call over positions below
-  // `sequence_length`, in double precision; returns the factor that multiplies cos and sin.
+  // `sequence_length`, in double precision; returns the factor that multiplies cos and sin. Only
+  // dynamic computes them per call: the others were computed once, by prepare().
   double compute(int64_t sequence_length, double* inv_freq) const;
 
  private:
+  double derive(int64_t sequence_length, double* inv_freq) const;
+
   RopeScaling scaling_;  // its arrays point into tables_
   double base_ = 10000.0;
   int64_t half_ = 0;
   Buffer<double> tables_;
+  // The frequencies of every length (longrope: up to the original length, then past it).
+  Buffer<double> frequencies_;
+  double attention_ = 1.0;
+  int64_t original_ = 0;
 };
 
 // Rotary position embedding of x [..., L, d] into output (same shape; may be x itself). With
