@@ -131,3 +131,30 @@ test('MultiheadAttention without weights takes long inputs one head at a time: t
   }
   mha.dispose();
 });
+
+test('a padded batch decoding through a windowed cache holds its memory step after step, and frees it on dispose', async () => {
+  const attn = await init();
+  const random = rng(6);
+  const live = attn.stats().liveObjects;
+  const block = attn.GroupedQueryAttention.fromConfig({
+    model_type: 'gemma3_text', hidden_size: 32, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16,
+    sliding_window: 16, rope_scaling: { rope_type: 'linear', factor: 8 },
+  }, { layer: 0 });
+  const sd = {};
+  for (const [name, shape] of [['q_proj.weight', [64, 32]], ['k_proj.weight', [32, 32]], ['v_proj.weight', [32, 32]], ['o_proj.weight', [32, 64]], ['q_norm.weight', [16]], ['k_norm.weight', [16]]])
+    sd[name] = randomTensor(shape, random);
+  block.loadStateDict(sd);
+  const cache = block.createCache(32, { batch: 3 });
+  const attentionMask = { data: Uint8Array.from({ length: 3 * 12 }, (_, i) => (i % 12 >= 4 * Math.floor(i / 12) ? 1 : 0)), shape: [3, 12] };
+  block.forward(randomTensor([3, 12, 32], random), { cache, attentionMask });
+  const step = randomTensor([3, 1, 32], random);
+  for (let i = 0; i < 20; i++) block.forward(step, { cache });
+  const before = attn.stats().wasmHeapBytes;
+  for (let i = 0; i < 300; i++) block.forward(step, { cache });
+  assert.equal(attn.stats().wasmHeapBytes, before, 'the ring and the held mask stay their size');
+  assert.equal(cache.length, 16, 'the latest window of positions');
+  cache.dispose();
+  block.dispose();
+  assert.equal(attn.stats().liveObjects, live);
+  attn.dispose();
+});
