@@ -257,6 +257,19 @@ void register_structs() {
       .optional<&GroupedQueryAttentionConfig::scale>("scale")
       .plain<&GroupedQueryAttentionConfig::rope_scaling>("ropeScaling")
       .plain<&GroupedQueryAttentionConfig::qk_norm>("qkNorm");
+  using attn::LinearConfig, attn::LinearWeights, attn::WeightDtype;
+  enum_<WeightDtype>("_WeightDtype").value("f32", WeightDtype::f32).value("f16", WeightDtype::f16);
+  Struct<LinearConfig>("_LinearConfig")
+      .number<&LinearConfig::in_features>("inFeatures")
+      .number<&LinearConfig::out_features>("outFeatures")
+      .plain<&LinearConfig::bias>("bias")
+      .plain<&LinearConfig::dtype>("dtype");
+  Struct<LinearWeights>("_LinearWeights")
+      .pointer<&LinearWeights::weight>("weight")
+      .plain<&LinearWeights::weight_f16>("weightF16")
+      .shape<&LinearWeights::weight_shape>("weightShape")
+      .pointer<&LinearWeights::bias>("bias")
+      .shape<&LinearWeights::bias_shape>("biasShape");
   Struct<GroupedQueryAttentionOptions>("_GroupedQueryAttentionOptions")
       .plain<&GroupedQueryAttentionOptions::positions>("positions")
       .plain<&GroupedQueryAttentionOptions::attn_mask>("attnMask")
@@ -492,6 +505,24 @@ val gqa_forward(uintptr_t handle, const attn::TensorView& x, const attn::Grouped
                                                                 reinterpret_cast<float*>(weights)));
 }
 
+// ---- Linear --------------------------------------------------------------------------------
+
+val linear_create(const attn::LinearConfig& config) { return create<attn::Linear>(config); }
+
+val linear_load(uintptr_t handle, const attn::LinearWeights& weights) {
+  return to_js(as<attn::Linear>(handle)->load(weights));
+}
+
+val linear_check(uintptr_t handle, const attn::TensorView& x) {
+  attn::Shape output;
+  const attn::Status s = as<attn::Linear>(handle)->check_forward(x.shape, &output);
+  return s.ok() ? shapes_to_js(output, {}) : to_js(s);
+}
+
+val linear_forward(uintptr_t handle, const attn::TensorView& x, uintptr_t output) {
+  return to_js(as<attn::Linear>(handle)->forward(x, reinterpret_cast<float*>(output)));
+}
+
 // ---- masks.merge ---------------------------------------------------------------------------
 
 // Slots: attnMask, keyPaddingMask.
@@ -552,6 +583,10 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_gqaCreate", &gqa_create);
   function("_gqaCheck", &gqa_check);
   function("_gqaForward", &gqa_forward);
+  function("_linearCreate", &linear_create);
+  function("_linearLoad", &linear_load);
+  function("_linearCheck", &linear_check);
+  function("_linearForward", &linear_forward);
   function("_mergeCheck", &merge_check);
   function("_merge", &merge);
 }

@@ -676,6 +676,33 @@ export interface HalfTensor {
   dtype: 'f16';
 }
 
+/** `new attn.Linear(inFeatures, outFeatures, opts)`. */
+export interface LinearOptions {
+  /** Default true. */
+  bias?: boolean;
+  /** `'f16'`: the weight held as binary16 (half the memory; arithmetic stays f32). Default `'f32'`. */
+  dtype?: 'f32' | 'f16';
+}
+
+/**
+ * `torch.nn.Linear`: `y = x·Wᵀ + b` over `x [..., inFeatures]`. `loadStateDict` takes
+ * `weight [outFeatures, inFeatures]` (float32, or binary16 from `loadSafetensors(…, { dtype:
+ * 'f16' })`, which an f16 Linear keeps without widening) and `bias [outFeatures]` (float32). The
+ * weight lives in wasm memory, packed once; the package's GEMM kernels and threads do the work.
+ */
+export interface Linear {
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly bias: boolean;
+  readonly dtype: 'f32' | 'f16';
+  loadStateDict(stateDict: Map<string, Tensor | HalfTensor> | Record<string, Tensor | HalfTensor>, opts?: LoadStateDictOptions): this;
+  /** `x [..., inFeatures]` → `[..., outFeatures]`. */
+  forward(x: Tensor): ResultTensor;
+  /** Frees its wasm memory now; later use throws (`DISPOSED`). */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
 /** `loadSafetensors`' map: names to tensors, with the files' `__metadata__`. */
 export interface SafetensorsMap<T> extends Map<string, T> {
   readonly metadata: Readonly<Record<string, string>>;
@@ -708,6 +735,8 @@ export interface Attention {
   };
   /** `new attn.KVCache({ batch, heads, headDim, valueDim, maxLength, dtype, window })`. */
   readonly KVCache: new (opts: KVCacheOptions) => KVCache;
+  /** `new attn.Linear(inFeatures, outFeatures, { bias, dtype })`: `torch.nn.Linear`, its weight in wasm memory as f32 or f16. */
+  readonly Linear: new (inFeatures: number, outFeatures: number, opts?: LinearOptions) => Linear;
   /**
    * The tensors of a `.safetensors` file (Hugging Face's format) as float32, in the order its
    * header lists them: names to `{ data, shape }` (a scalar's shape is `[]`), ready for any

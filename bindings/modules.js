@@ -3,8 +3,8 @@
 import { AttentionError, describe, keepClassNames, shapeString } from './errors.js';
 import { cacheHandle } from './kv_cache.js';
 import {
-  checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
-  numel,
+  checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkShape, checkTensor, checkTokenMask,
+  MAX_DIM, numel,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
 import { disposeSymbol, idsView, maskType, maskView, tensorView, throwIfFailed } from './runtime.js';
@@ -53,6 +53,30 @@ function checkPrefix(prefix, names) {
     throw new AttentionError('prefix', `a prefix ending in '.' ('${prefix}.': the names under it continue after a dot)`, `'${prefix}'`);
 }
 
+// The entries of a state dict (an object or a Map) under `opts.prefix`: { prefix, entries: [name, tensor][] }.
+function stateDictEntries(stateDict, opts) {
+  const isMap = stateDict instanceof Map;
+  if (!isMap && (stateDict === null || typeof stateDict !== 'object' || Array.isArray(stateDict) || ArrayBuffer.isView(stateDict)))
+    throw new AttentionError('stateDict', 'an object mapping state_dict() names to tensors', describe(stateDict));
+  opts = checkOptions(opts, ['prefix']);
+  const prefix = opts.prefix === undefined ? '' : opts.prefix;
+  const given = isMap ? [...stateDict.entries()] : Object.entries(stateDict);
+  const nonString = given.find(([name]) => typeof name !== 'string');
+  if (nonString) throw new AttentionError('stateDict', 'a Map whose keys are state_dict() names (strings)', `the key ${describe(nonString[0])}`);
+  checkPrefix(prefix, given.map(([name]) => name));
+  return { prefix, entries: given.filter(([name]) => name.startsWith(prefix)) };
+}
+
+// A weight for Linear: a float32 tensor, or a binary16 one ({ data: Uint16Array, shape, dtype: 'f16' }).
+function checkWeight(tensor, argument) {
+  if (tensor?.dtype !== 'f16') return checkTensor(tensor, argument);
+  if (!(tensor.data instanceof Uint16Array)) throw new AttentionError(`${argument}.data`, "a Uint16Array (binary16, dtype 'f16')", describe(tensor.data));
+  checkShape(tensor.shape, argument);
+  if (tensor.data.length !== numel(tensor.shape))
+    throw new AttentionError(`${argument}.data`, `length ${numel(tensor.shape)} for shape ${shapeString(tensor.shape)}`, `length ${tensor.data.length}`);
+  return tensor;
+}
+
 // train(mode) and eval(); `method` is the one called, for errors.
 function setTraining(module, method, mode) {
   const { state, wasm } = live(module, method);
@@ -87,16 +111,7 @@ class AttentionModule {
    */
   loadStateDict(stateDict, opts) {
     const { state: { runtime, handle }, wasm } = live(this, 'loadStateDict');
-    const isMap = stateDict instanceof Map;
-    if (!isMap && (stateDict === null || typeof stateDict !== 'object' || Array.isArray(stateDict) || ArrayBuffer.isView(stateDict)))
-      throw new AttentionError('stateDict', 'an object mapping state_dict() names to tensors', describe(stateDict));
-    opts = checkOptions(opts, ['prefix']);
-    const prefix = opts.prefix === undefined ? '' : opts.prefix;
-    const given = isMap ? [...stateDict.entries()] : Object.entries(stateDict);
-    const nonString = given.find(([name]) => typeof name !== 'string');
-    if (nonString) throw new AttentionError('stateDict', 'a Map whose keys are state_dict() names (strings)', `the key ${describe(nonString[0])}`);
-    checkPrefix(prefix, given.map(([name]) => name));
-    const entries = given.filter(([name]) => name.startsWith(prefix));
+    const { prefix, entries } = stateDictEntries(stateDict, opts);
     entries.forEach(([name, tensor]) => checkTensor(tensor, `stateDict['${name}']`));
     runtime.invoke(
       entries.map(([name, tensor]) => [tensor.data, `stateDict['${name}']`]),
@@ -486,5 +501,57 @@ export function createModuleClasses(runtime, KVCache) {
     }
   }
 
-  return keepClassNames({ MultiheadAttention, SelfAttention, AdditiveAttention, RelativeMultiHeadAttention, GroupedQueryAttention });
+  class Linear extends AttentionModule {
+    /**
+     * torch.nn.Linear(inFeatures, outFeatures): y = x·Wᵀ + b over x [..., inFeatures]. opts: bias
+     * (true), dtype ('f32', or 'f16': the weight held as binary16, half the memory, f32 arithmetic).
+     */
+    constructor(inFeatures, outFeatures, opts) {
+      const wasm = runtime.enter('new Linear');
+      checkSize(inFeatures, 'inFeatures');
+      checkSize(outFeatures, 'outFeatures');
+      opts = checkOptions(opts, ['bias', 'dtype']);
+      const config = { inFeatures, outFeatures, bias: checkBoolean(opts.bias, 'bias', true), dtype: checkChoice(opts.dtype, 'dtype', ['f32', 'f16'], 'f32') };
+      super(runtime, 'Linear', wasm._linearCreate({ ...config, dtype: wasm._WeightDtype[config.dtype] }), 0);
+      expose(this, config);
+    }
+
+    /**
+     * weight [outFeatures, inFeatures] and bias [outFeatures]: float32 tensors, or binary16 ones
+     * (loadSafetensors(bytes, { dtype: 'f16' })), which an f16 Linear keeps without widening.
+     */
+    loadStateDict(stateDict, opts) {
+      const { state: { handle }, wasm } = live(this, 'loadStateDict');
+      const { prefix, entries } = stateDictEntries(stateDict, opts);
+      const names = this.bias ? ['weight', 'bias'] : ['weight'];
+      const byName = new Map(entries.map(([name, tensor]) => [name.slice(prefix.length), tensor]));
+      for (const name of byName.keys())
+        if (!names.includes(name)) throw new AttentionError(`stateDict['${prefix}${name}']`, `no such entry (this module has ${names.join(', ')})`, 'an entry');
+      const named = (name) => `stateDict['${prefix}${name}']`;
+      const weight = byName.has('weight') ? checkWeight(byName.get('weight'), named('weight')) : null;
+      const bias = byName.has('bias') ? checkTensor(byName.get('bias'), named('bias')) : null;
+      if (!weight) throw new AttentionError(named('weight'), shapeString([this.outFeatures, this.inFeatures]), 'a missing entry');
+      runtime.invoke([[weight.data, named('weight')], [bias?.data, named('bias')]], [], ([w, b]) => {
+        const status = wasm._linearLoad(handle, { weight: w, weightF16: weight.dtype === 'f16', weightShape: weight.shape, bias: b, biasShape: bias ? bias.shape : [] });
+        return status && { ...status, argument: named(status.argument) };
+      });
+      return this;
+    }
+
+    /** x [..., inFeatures] → [..., outFeatures]. */
+    forward(x) {
+      const { state, wasm } = live(this, 'forward');
+      checkTensor(x, 'x');
+      runtime.checkRank(x.shape, 'x', '[..., inFeatures]');
+      return forward(
+        state,
+        null,
+        () => wasm._linearCheck(state.handle, tensorView(0, x)),
+        [[x.data, 'x']],
+        (_, [xp], out) => wasm._linearForward(state.handle, tensorView(xp, x), out),
+      ).output;
+    }
+  }
+
+  return keepClassNames({ MultiheadAttention, SelfAttention, AdditiveAttention, RelativeMultiHeadAttention, GroupedQueryAttention, Linear });
 }

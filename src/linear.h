@@ -2,9 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "buffer.h"
+#include "half.h"
+#include "module.h"
 #include "status.h"
+#include "tensor.h"
 
 namespace attn {
 
@@ -43,5 +47,51 @@ void linear(int64_t rows, const float* x, int64_t ldx, const WeightSlice& weight
 // linear() on the calling thread alone, for callers that split the work across threads themselves.
 void linear_rows(int64_t rows, const float* x, int64_t ldx, const WeightSlice& weight, const float* bias, float* y,
                  int64_t ldy);
+
+// torch.nn.Linear: y = x · Wᵀ + b over x [..., in_features], its weight resident in the packed
+// layout as floats or as binary16 (half the memory, f32 arithmetic: each chunk of outputs is
+// widened once a forward, then multiplied by every row).
+enum class WeightDtype { f32, f16 };
+
+struct LinearConfig {
+  int64_t in_features = 0, out_features = 0;
+  bool bias = true;
+  WeightDtype dtype = WeightDtype::f32;
+};
+
+// What Linear::load takes: weight [out, in] as floats, or as binary16 bits when `weight_f16`
+// (PyTorch's layout either way), and bias [out] when the module has one.
+struct LinearWeights {
+  const void* weight = nullptr;
+  bool weight_f16 = false;
+  Shape weight_shape;
+  const float* bias = nullptr;
+  Shape bias_shape;
+};
+
+class Linear : public Module {
+ public:
+  static Status create(const LinearConfig& config, std::unique_ptr<Linear>* out);
+  const LinearConfig& config() const { return config_; }
+
+  // Refused weights (shapes, a missing bias) leave what was loaded.
+  Status check_load(const LinearWeights& weights) const;
+  Status load(const LinearWeights& weights);
+
+  // x [..., in_features] → y [..., out_features].
+  Status check_forward(const Shape& x, Shape* output) const;
+  Status forward(const TensorView& x, float* y) const;
+
+ private:
+  explicit Linear(const LinearConfig& config) : config_(config) {}
+  Status prepare() override { return Status::success(); }
+
+  LinearConfig config_;
+  PackedWeight f32_;
+  Buffer<Half> f16_;  // the packed layout, in binary16
+  FloatBuffer bias_;
+  bool loaded_ = false;
+  bool finite_ = true;  // whether every binary16 weight is finite (the fast widening needs it)
+};
 
 }  // namespace attn

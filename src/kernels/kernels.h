@@ -61,6 +61,10 @@ struct KernelSet {
                       size_t ldc);
   void (*gemm_nn_add_f16)(size_t M, size_t N, size_t K, const float* A, size_t lda, const uint16_t* B, size_t ldb,
                           float* C, size_t ldc);
+
+  // out[i] = the float of binary16 h[i], exact for finite values (Inf and NaN, as above, are not):
+  // f16 Linear weights widened a panel chunk at a time for gemm_packed.
+  void (*widen_f16)(const uint16_t* h, float* out, size_t n);
 };
 
 // A row's scaled scores with their terms and bias, through the cheaper scale_bias_max when there

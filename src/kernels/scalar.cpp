@@ -105,6 +105,8 @@ void gemm_nn_add_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
     }
 }
 
+void widen_f16_scalar(const uint16_t* h, float* out, size_t n) { std::transform(h, h + n, out, from_half); }
+
 }  // namespace
 
 const KernelSet kScalarKernels = {
@@ -119,6 +121,7 @@ const KernelSet kScalarKernels = {
     gemm_nt_scalar<uint16_t>,
     gemm_nn_add_scalar<float>,
     gemm_nn_add_scalar<uint16_t>,
+    widen_f16_scalar,
 };
 
 }  // namespace attn::kernels

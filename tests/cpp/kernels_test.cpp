@@ -135,6 +135,19 @@ TEST_CASE("the decode products match a float64 reference over f32 and f16 rows",
     }
 }
 
+TEST_CASE("widen_f16 gives every finite binary16's float exactly", "[kernels][f16]") {
+  std::vector<uint16_t> halves;
+  for (uint32_t h = 0; h <= 0xffff; ++h)
+    if ((h & 0x7c00) != 0x7c00) halves.push_back(static_cast<uint16_t>(h));
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (size_t offset : {0, 1, 3}) {  // every alignment and a tail of each length
+      INFO(set->name << " offset " << offset);
+      std::vector<float> out(halves.size() - offset, 7.0f);
+      set->widen_f16(halves.data() + offset, out.data(), out.size());
+      for (size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == attn::from_half(halves[i + offset]));
+    }
+}
+
 TEST_CASE("gemm_nt matches a float64 reference, with padded strides", "[kernels]") {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (auto [M, N, K] : gemm_shapes()) {

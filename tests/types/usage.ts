@@ -12,6 +12,7 @@ import {
   type Features,
   type GroupedQueryAttention,
   type KVCache,
+  type Linear,
   type KVCacheAttendOptions,
   type FloatMask,
   type IdsTensor,
@@ -140,6 +141,10 @@ const attentionMask: TokenMask = { data: new BigInt64Array(6), shape: [2, 3] };
 qwen3.forward(tensor([2, 3, 64]), { cache: paddedCache, attentionMask });
 paddedCache.append(tensor([2, 8, 1, 8]), tensor([2, 8, 1, 8]), { mask: { data: [1, 1], shape: [2, 1] } });
 const heldMask: BoolMask = paddedCache.mask();
+const proj: Linear = new attn.Linear(64, 128, { bias: false, dtype: 'f16' });
+proj.loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }), { prefix: 'model.layers.0.mlp.up_proj.' });
+const projected: ResultTensor = proj.forward(tensor([2, 64]));
+const projDtype: 'f32' | 'f16' = proj.dtype;
 // A shape written `as const` is accepted.
 attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);
 

@@ -1,0 +1,71 @@
+// attn.Linear on the layers of a SmolLM2-135M-shaped model (hidden 576, 9 query and 3 key/value
+// heads of 64, intermediate 1536, vocabulary 49152) at 512 tokens, f32 and f16 weights timed in
+// alternation, on 1 and 2 threads, against our GEMM's rate on as many threads (gemm-rate.mjs:
+// the relaxed 1024³ product, measured in the same run). The goal: Linear layers at 85 % of it.
+//
+//   node --experimental-wasm-relaxed-simd bench/linear.mjs [--json FILE] [--tokens 512] [--quick]
+//   (npm run bench -- --linear [...] also builds first)
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+
+import { init } from '../dist/index.mjs';
+import { mulberry32 } from '../web/embeddings.js';
+import { gemmRate } from './gemm-rate.mjs';
+import { measureAlternating } from './timing.mjs';
+
+const { values: args } = parseArgs({
+  options: { json: { type: 'string' }, tokens: { type: 'string', default: '512' }, quick: { type: 'boolean', default: false } },
+});
+const tokens = Number(args.tokens);
+const plan = { warmup: 2, warmupMs: args.quick ? 200 : 1000, minRuns: 5, maxRuns: args.quick ? 5 : 15, budgetMs: args.quick ? 300 : 1500 };
+// [name, in, out, how many a forward runs (30 layers; the head once)]
+const LAYERS = [
+  ['q_proj', 576, 576, 30], ['k_proj', 576, 192, 30], ['v_proj', 576, 192, 30], ['o_proj', 576, 576, 30],
+  ['gate_proj', 576, 1536, 30], ['up_proj', 576, 1536, 30], ['down_proj', 1536, 576, 30], ['lm_head', 576, 49152, 1],
+];
+
+function tensor(shape, random) {
+  const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+  for (let i = 0; i < data.length; i++) data[i] = random() - 0.5;
+  return { data, shape };
+}
+
+const rows = [];
+const goals = [];
+console.log(`attention-wasm bench: Linear layers of a SmolLM2-135M-shaped model, ${tokens} tokens`);
+console.log(`${'impl'.padEnd(12)}  ${'layer'.padEnd(10)}  ${'in'.padStart(5)}  ${'out'.padStart(6)}  thr  ${'median ms'.padStart(9)}  ${'GF/s'.padStart(6)}  ${'of GEMM'.padStart(7)}`);
+for (const threads of [1, 2]) {
+  const gemm = await gemmRate(threads);
+  rows.push({ impl: 'gemm-rate', threads, gflops: gemm });
+  console.log(`${'gemm-rate'.padEnd(12)}  ${''.padEnd(10)}  ${''.padStart(5)}  ${''.padStart(6)}  ${String(threads).padStart(3)}  ${''.padStart(9)}  ${gemm.toFixed(1).padStart(6)}`);
+  const attn = await init({ threads });
+  const random = mulberry32(threads);
+  const totals = { f32: { ms: 0, flops: 0 }, f16: { ms: 0, flops: 0 } };
+  for (const [name, inFeatures, outFeatures, count] of LAYERS) {
+    const weight = tensor([outFeatures, inFeatures], random);
+    const x = tensor([tokens, inFeatures], random);
+    const layers = ['f32', 'f16'].map((dtype) => new attn.Linear(inFeatures, outFeatures, { bias: false, dtype }).loadStateDict({ weight }));
+    const timings = await measureAlternating(layers.map((layer) => () => layer.forward(x)), plan);
+    const flops = 2 * tokens * inFeatures * outFeatures;
+    ['f32', 'f16'].forEach((dtype, i) => {
+      const ms = timings[i].median_ms, gflops = flops / ms / 1e6;
+      totals[dtype].ms += count * ms;
+      totals[dtype].flops += count * flops;
+      rows.push({ impl: `linear-${dtype}`, layer: name, in: inFeatures, out: outFeatures, threads, tokens, median_ms: ms, gflops, gemm_gflops: gemm });
+      console.log(`${`linear-${dtype}`.padEnd(12)}  ${name.padEnd(10)}  ${String(inFeatures).padStart(5)}  ${String(outFeatures).padStart(6)}  ${String(threads).padStart(3)}  ${ms.toFixed(2).padStart(9)}  ${gflops.toFixed(1).padStart(6)}  ${`${((100 * gflops) / gemm).toFixed(0)} %`.padStart(7)}`);
+    });
+    for (const layer of layers) layer.dispose();
+  }
+  for (const dtype of ['f32', 'f16']) {
+    const { ms, flops } = totals[dtype];
+    const share = flops / ms / 1e6 / gemm;
+    goals.push(`linear-${dtype}, a forward's Linear layers on ${threads} thread(s): ${(flops / 1e9).toFixed(1)} GFLOP in ${ms.toFixed(0)} ms, ${(100 * share).toFixed(0)} % of the GEMM rate (goal >= 85 %): ${share >= 0.85 ? 'met' : 'missed'}`);
+  }
+  attn.dispose();
+}
+console.log('');
+for (const goal of goals) console.log(goal);
+if (args.json) {
+  await writeFile(args.json, `${JSON.stringify(rows, null, 2)}\n`);
+  console.log(`wrote ${rows.length} rows to ${args.json}`);
+}

@@ -1,0 +1,135 @@
+// attn.Linear against torch.nn.Linear (tests/fixtures/linear.json, float64): f32 and f16 weights,
+// with and without bias, ranks 1 to 3, sizes across the packing's panels and the work chunks, on
+// every build and on two threads; f16 weights given as binary16 or rounded from float32 alike;
+// loadSafetensors(..., { dtype: 'f16' }) feeding it; half the memory; its errors.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { before, describe, test } from 'node:test';
+
+import { AttentionError, init } from 'attention-wasm';
+
+import { BUILDS, TOLERANCE, maxRelativeError, randomTensor, rng, toTensor } from './helpers.js';
+
+const CASES = JSON.parse(readFileSync(new URL('../fixtures/linear.json', import.meta.url), 'utf8')).cases;
+
+function stateDictOf(c, halves) {
+  const weight = halves
+    ? { data: Uint16Array.from(c.weightHalfBits), shape: [c.outFeatures, c.inFeatures], dtype: 'f16' }
+    : toTensor(c.weight);
+  return c.bias ? { weight, bias: toTensor(c.biasValues) } : { weight };
+}
+
+function checkCase(attn, c, halves) {
+  const linear = new attn.Linear(c.inFeatures, c.outFeatures, { bias: c.bias, dtype: c.dtype });
+  linear.loadStateDict(stateDictOf(c, halves));
+  const output = linear.forward(toTensor(c.x));
+  assert.deepEqual(output.shape, c.output.shape);
+  const err = maxRelativeError(output.data, toTensor(c.output).data);
+  assert.ok(err <= TOLERANCE, `${c.name}: max relative error ${err}`);
+  linear.dispose();
+}
+
+for (const build of [...BUILDS, { name: 'two threads', opts: { threads: 2 } }]) {
+  describe(`${build.name} build: Linear`, () => {
+    let attn;
+    before(async () => {
+      attn = await init(build.opts);
+    });
+
+    for (const c of CASES) {
+      test(c.name, () => {
+        checkCase(attn, c, false);
+        if (c.weightHalfBits) checkCase(attn, c, true);
+      });
+    }
+  });
+}
+
+describe('Linear', () => {
+  let attn;
+  before(async () => {
+    attn = await init();
+  });
+
+  test('loadSafetensors(..., { dtype: "f16" }) feeds an f16 Linear, and a prefix selects the layer', () => {
+    const c = CASES.find((k) => k.name === 'f16_bias_rank3');
+    // A .safetensors file with the layer's F32 weight and bias under a prefix, among others.
+    const tensors = { 'model.proj.weight': toTensor(c.weight), 'model.proj.bias': toTensor(c.biasValues), 'model.other.weight': toTensor(c.weight) };
+    const header = {};
+    let offset = 0;
+    for (const [name, t] of Object.entries(tensors)) {
+      header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
+      offset += t.data.byteLength;
+    }
+    let json = new TextEncoder().encode(JSON.stringify(header));
+    json = Uint8Array.from([...json, ...new Array((8 - (json.length % 8)) % 8).fill(32)]);
+    const bytes = new Uint8Array(8 + json.length + offset);
+    new DataView(bytes.buffer).setBigUint64(0, BigInt(json.length), true);
+    bytes.set(json, 8);
+    let at = 8 + json.length;
+    for (const t of Object.values(tensors)) {
+      bytes.set(new Uint8Array(t.data.buffer), at);
+      at += t.data.byteLength;
+    }
+    const halves = attn.loadSafetensors(bytes, { dtype: 'f16' });
+    assert.equal(halves.get('model.proj.weight').dtype, 'f16');
+    const linear = new attn.Linear(c.inFeatures, c.outFeatures, { dtype: 'f16' });
+    // The bias comes as f16 too: a bias is read as float32, so give it that way.
+    linear.loadStateDict({ 'model.proj.weight': halves.get('model.proj.weight'), 'model.proj.bias': toTensor(c.biasValues) }, { prefix: 'model.proj.' });
+    assert.ok(maxRelativeError(linear.forward(toTensor(c.x)).data, toTensor(c.output).data) <= TOLERANCE);
+    linear.dispose();
+  });
+
+  test('an f16 Linear holds half the memory of an f32 one', async () => {
+    // Fresh instances, and a layer large enough that the heap's growth steps do not blur it: the
+    // weight's copy in and its packed form, 2 × 36 MiB in f32, 2 × 18 MiB in f16.
+    const size = 3072;
+    const floats = randomTensor([size, size], rng(1));
+    const halves = { data: new Uint16Array(size * size).fill(0x3c00), shape: [size, size], dtype: 'f16' };
+    const growth = async (dtype, weight) => {
+      const fresh = await init();
+      const before = fresh.stats().wasmHeapBytes;
+      new fresh.Linear(size, size, { bias: false, dtype }).loadStateDict({ weight });
+      const grown = fresh.stats().wasmHeapBytes - before;
+      fresh.dispose();
+      return grown;
+    };
+    const f32 = await growth('f32', floats), f16 = await growth('f16', halves);
+    assert.ok(f32 >= 48 * 2 ** 20, `f32 grew the heap by ${f32} bytes`);
+    assert.ok(f16 <= 0.6 * f32, `f16 grew the heap by ${f16} bytes, f32 by ${f32}`);
+  });
+
+  test('binary16 Inf and NaN weights give what PyTorch gives', () => {
+    const linear = new attn.Linear(2, 2, { bias: false, dtype: 'f16' });
+    linear.loadStateDict({ weight: { data: Uint16Array.of(0x7c00, 0x3c00, 0x7e00, 0x3c00), shape: [2, 2], dtype: 'f16' } });
+    const { data } = linear.forward({ data: Float32Array.of(1, 2), shape: [1, 2] });
+    assert.equal(data[0], Infinity);
+    assert.ok(Number.isNaN(data[1]));
+    linear.dispose();
+  });
+
+  test('bad weights and inputs name the entry, the expected and the given shape', () => {
+    const linear = new attn.Linear(4, 3);
+    const named = (fn, argument, ...parts) => assert.throws(fn, (err) => {
+      assert.ok(err instanceof AttentionError);
+      assert.equal(err.argument, argument);
+      for (const part of parts) assert.ok(err.message.includes(part), `${err.message} includes ${part}`);
+      return true;
+    });
+    const w = randomTensor([3, 4], rng(2)), b = randomTensor([3], rng(3));
+    named(() => linear.loadStateDict({ 'l.weight': randomTensor([4, 3], rng(2)), 'l.bias': b }, { prefix: 'l.' }), "stateDict['l.weight']", '[3, 4]', 'got [4, 3]');
+    named(() => linear.loadStateDict({ weight: w }), "stateDict['bias']", '[3]', 'a missing entry');
+    named(() => linear.loadStateDict({ bias: b }), "stateDict['weight']", '[3, 4]', 'a missing entry');
+    named(() => linear.loadStateDict({ weight: w, bias: b, extra: b }), "stateDict['extra']", 'this module has weight, bias');
+    named(() => linear.loadStateDict({ weight: { data: new Uint16Array(5), shape: [3, 4], dtype: 'f16' }, bias: b }), "stateDict['weight'].data", 'length 12');
+    named(() => linear.forward(randomTensor([2, 4], rng(4))), 'Linear', 'loadStateDict() before forward()');
+    linear.loadStateDict({ weight: w, bias: b });
+    named(() => linear.forward(randomTensor([2, 5], rng(4))), 'x', '[..., 4] (inFeatures last)', 'got [2, 5]');
+    named(() => new attn.Linear(0, 3), 'inFeatures', 'an integer in [1, 2147483647]', 'got 0');
+    named(() => new attn.Linear(2, 3, { dtype: 'bf16' }), 'dtype', '"f32", "f16"');
+    named(() => new attn.Linear(4, 3, { bias: false }).loadStateDict({ weight: w, bias: b }), "stateDict['bias']", 'this module has weight');
+    // The instance keeps working.
+    assert.deepEqual(linear.forward({ data: new Float32Array(4), shape: [4] }).data, b.data);
+    linear.dispose();
+  });
+});
