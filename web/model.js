@@ -1,7 +1,7 @@
 // The demo's trained model (scripts/train_demo_model.py): a two-layer, character-level decoder in
-// the Llama layout whose attention blocks are the package's GroupedQueryAttention. The rest of the
-// model (embedding, RMSNorm, SwiGLU MLP, the output head tied to the embedding) is small enough to
-// be written here in plain JS. No DOM: the tests run this file under Node.
+// the Llama layout whose attention blocks are the package's GroupedQueryAttention and whose MLP and
+// output head (tied to the embedding) are its Linear; the embedding and RMSNorm are plain JS. No
+// DOM: the tests run this file under Node.
 
 // The Hugging Face state-dict names the training script writes.
 const layerPrefix = (layer) => `model.layers.${layer}.`;
@@ -27,6 +27,8 @@ export class CharModel {
     };
     this.embedding = weight('model.embed_tokens.weight');
     this.finalNorm = weight('model.norm.weight');
+    const linear = (name, inFeatures, out) => new attn.Linear(inFeatures, out, { bias: false }).loadStateDict({ weight: { data: weight(name), shape: [out, inFeatures] } });
+    this.head = linear('model.embed_tokens.weight', this.width, this.vocab.length);
     this.blocks = [];
     for (let layer = 0; layer < this.layers; layer++) {
       const prefix = layerPrefix(layer);
@@ -39,9 +41,9 @@ export class CharModel {
         attention,
         inputNorm: weight(`${prefix}input_layernorm.weight`),
         postNorm: weight(`${prefix}post_attention_layernorm.weight`),
-        gate: weight(`${prefix}mlp.gate_proj.weight`),
-        up: weight(`${prefix}mlp.up_proj.weight`),
-        down: weight(`${prefix}mlp.down_proj.weight`),
+        gate: linear(`${prefix}mlp.gate_proj.weight`, this.width, this.inner),
+        up: linear(`${prefix}mlp.up_proj.weight`, this.width, this.inner),
+        down: linear(`${prefix}mlp.down_proj.weight`, this.inner, this.width),
         // For queries() and the neuron view (neuron.js): the projections they recompute.
         query: weight(`${prefix}self_attn.q_proj.weight`),
         key: weight(`${prefix}self_attn.k_proj.weight`),
@@ -89,7 +91,7 @@ export class CharModel {
       weights.push(result.weights ? result.weights.data : null);
       addInto(x, this.mlp(rmsNorm(x, block.postNorm, width, this.eps), block, t));
     });
-    const logits = matmulTransposed(rmsNorm(x, this.finalNorm, width, this.eps), this.embedding, t, width, this.vocab.length);
+    const logits = this.head.forward({ data: rmsNorm(x, this.finalNorm, width, this.eps), shape: [t, width] }).data;
     return { logits, weights: needWeights ? weights : null, attentionInputs };
   }
 
@@ -111,10 +113,17 @@ export class CharModel {
   }
 
   mlp(x, block, t) {
-    const gate = matmulTransposed(x, block.gate, t, this.width, this.inner);
-    const up = matmulTransposed(x, block.up, t, this.width, this.inner);
+    const rows = { data: x, shape: [t, this.width] };
+    const gate = block.gate.forward(rows).data;
+    const up = block.up.forward(rows).data;
     for (let i = 0; i < gate.length; i++) gate[i] = (gate[i] / (1 + Math.exp(-gate[i]))) * up[i]; // SiLU(gate) · up
-    return matmulTransposed(gate, block.down, t, this.inner, this.width);
+    return block.down.forward({ data: gate, shape: [t, this.inner] }).data;
+  }
+
+  /** Frees the model's modules (its attention blocks and Linear layers) in wasm memory. */
+  dispose() {
+    this.head.dispose();
+    for (const block of this.blocks) for (const module of [block.attention, block.gate, block.up, block.down]) module.dispose();
   }
 }
 
