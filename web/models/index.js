@@ -1,0 +1,18 @@
+// The Hugging Face architectures the viewer runs, by config.json's model_type: Llama-layout
+// decoders, GPT-2 and BERT. Each model is made from its parsed config.json and loadSafetensors'
+// map, and has forward(ids, { needWeights, logits: 'all' | 'last' | 'none' }) → { logits [t, vocab]
+// (or the last row, or null), attentions: per layer [heads, t, t] | null } and dispose(). No DOM.
+import { BertModel } from './bert.js';
+import { DECODER_TYPES, DecoderModel } from './decoder.js';
+import { Gpt2Model } from './gpt2.js';
+
+export const MODEL_TYPES = [...DECODER_TYPES, 'gpt2', 'bert'];
+
+/** The model `config` describes, its weights from `tensors`; throws naming what it cannot run. */
+export function createModel(attn, config, tensors) {
+  const type = config?.model_type;
+  if (DECODER_TYPES.includes(type)) return new DecoderModel(attn, config, tensors);
+  if (type === 'gpt2') return new Gpt2Model(attn, config, tensors);
+  if (type === 'bert') return new BertModel(attn, config, tensors);
+  throw new Error(`config.json's model_type ${JSON.stringify(type)} is not one the viewer runs (${MODEL_TYPES.join(', ')})`);
+}
