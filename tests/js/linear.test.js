@@ -8,7 +8,7 @@ import { before, describe, test } from 'node:test';
 
 import { AttentionError, init } from 'attention-wasm';
 
-import { BUILDS, TOLERANCE, maxRelativeError, randomTensor, rng, toTensor } from './helpers.js';
+import { BUILDS, TOLERANCE, maxRelativeError, randomTensor, rng, safetensorsBytes, toTensor } from './helpers.js';
 
 const CASES = JSON.parse(readFileSync(new URL('../fixtures/linear.json', import.meta.url), 'utf8')).cases;
 
@@ -54,23 +54,7 @@ describe('Linear', () => {
   test('loadSafetensors(..., { dtype: "f16" }) feeds an f16 Linear, and a prefix selects the layer', () => {
     const c = CASES.find((k) => k.name === 'f16_bias_rank3');
     // A .safetensors file with the layer's F32 weight and bias under a prefix, among others.
-    const tensors = { 'model.proj.weight': toTensor(c.weight), 'model.proj.bias': toTensor(c.biasValues), 'model.other.weight': toTensor(c.weight) };
-    const header = {};
-    let offset = 0;
-    for (const [name, t] of Object.entries(tensors)) {
-      header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
-      offset += t.data.byteLength;
-    }
-    let json = new TextEncoder().encode(JSON.stringify(header));
-    json = Uint8Array.from([...json, ...new Array((8 - (json.length % 8)) % 8).fill(32)]);
-    const bytes = new Uint8Array(8 + json.length + offset);
-    new DataView(bytes.buffer).setBigUint64(0, BigInt(json.length), true);
-    bytes.set(json, 8);
-    let at = 8 + json.length;
-    for (const t of Object.values(tensors)) {
-      bytes.set(new Uint8Array(t.data.buffer), at);
-      at += t.data.byteLength;
-    }
+    const bytes = safetensorsBytes({ 'model.proj.weight': toTensor(c.weight), 'model.proj.bias': toTensor(c.biasValues), 'model.other.weight': toTensor(c.weight) });
     const halves = attn.loadSafetensors(bytes, { dtype: 'f16' });
     assert.equal(halves.get('model.proj.weight').dtype, 'f16');
     const linear = new attn.Linear(c.inFeatures, c.outFeatures, { dtype: 'f16' });
