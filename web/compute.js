@@ -29,6 +29,22 @@ export async function computeNeuron(selection) {
   return reply.numbers;
 }
 
+/** Opens a Hugging Face model folder's files in the worker → its reply (models/folder.js). */
+export function openModel(files) {
+  return ask({ type: 'openModel', files: Array.from(files) });
+}
+
+/** Every head of the opened model on `text` → { ok, tokens, attentions } or { ok: false, message }. */
+export function modelAttention(text) {
+  return ask({ type: 'modelAttention', text });
+}
+
+let progressListener = () => {};
+/** Calls `listener({ phase, done, total })` while the worker reads a model folder. */
+export function onModelProgress(listener) {
+  progressListener = listener;
+}
+
 /** Loads a MultiheadAttention in the worker from a file's { config, stateDict } → its reply. */
 export function sendFile(config, stateDict) {
   return ask({ type: 'file', config, stateDict }, Object.values(stateDict).map((t) => t.data.buffer));
@@ -91,7 +107,9 @@ export function startWorker({ threads, onReady, read, accept }) {
       requestUpdate();
     } else if (message.type === 'fatal') {
       showError(new Error(`The package could not start: ${message.message}`));
-    } else if (message.type === 'file' || message.type === 'neuron') {
+    } else if (message.type === 'progress') {
+      progressListener(message);
+    } else if (message.type === 'file' || message.type === 'neuron' || message.type === 'model') {
       replies.get(message.id)?.(message);
       replies.delete(message.id);
     } else if (message.type === 'result' || message.type === 'error') {

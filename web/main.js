@@ -22,6 +22,7 @@ import { bindControls, currentRequest } from './controls-view.js';
 import { showFeatures, showTimes } from './engine-view.js';
 import { bindExport } from './export-view.js';
 import { bindGeneration, showModel } from './generation-view.js';
+import { bindModelView } from './model-view.js';
 import {
   bindHeatmap, buildThumbnails, render, renderThumbnails, resetViews, shownHead, syncSentenceChoice,
 } from './heatmap-view.js';
@@ -123,6 +124,7 @@ function main() {
   bindGeneration();
   bindHeatmap({ onSentence: publish });
   bindExport();
+  bindModelView();
   // ?threads=1 compares against the single-threaded build.
   const threads = Number(params.get('threads') ?? 2);
   startWorker({

@@ -6,15 +6,25 @@
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
 //               { type: 'neuron', id, selection }           the neuron view's numbers (runner.js)
+//               { type: 'openModel', id, files }            a Hugging Face model folder (models/folder.js)
+//               { type: 'modelAttention', id, text }        every head of the opened model on `text`
 // Messages out: { type: 'ready', features, build, crossOriginIsolated } | { type: 'fatal', message }
 //               { type: 'file', id, ok, message? }
 //               { type: 'result', id, result } | { type: 'error', id, message }
 //               { type: 'neuron', id, ok, numbers | message }
+//               { type: 'progress', phase, done, total }    while a model folder is read
+//               { type: 'model', id, ok, message? | ...}    { name, modelType, layers, heads, dtype,
+//                                                           causal } or { tokens, attentions }
 import { init } from '../dist/index.mjs';
 import { CharModel } from './model.js';
+import { openModelFolder } from './models/folder.js';
 import { AttentionRunner } from './runner.js';
 
 let runner = null;
+let attn = null;
+let opened = null; // the model folder the viewer opened
+// The viewer shows at most this many tokens (its JSON export holds every weight).
+const MAX_MODEL_TOKENS = 512;
 
 const describeError = (error) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
@@ -38,7 +48,7 @@ self.addEventListener('message', async ({ data: message }) => {
     try {
       // threads > 1 takes the pthreads build when this worker is cross-origin isolated; the
       // package falls back to one thread itself otherwise (features.threads says which).
-      const attn = await init({ threads: message.threads });
+      attn = await init({ threads: message.threads });
       runner = new AttentionRunner(attn);
       try {
         runner.setModel(await loadModel(attn));
@@ -68,6 +78,28 @@ self.addEventListener('message', async ({ data: message }) => {
       self.postMessage({ type: 'neuron', id: message.id, ok: true, numbers });
     } catch (error) {
       self.postMessage({ type: 'neuron', id: message.id, ok: false, message: describeError(error) });
+    }
+  } else if (message.type === 'openModel') {
+    // Opening another model disposes the last: its memory is back before the new one loads.
+    opened?.dispose();
+    opened = null;
+    try {
+      opened = await openModelFolder(attn, message.files, { onProgress: (p) => self.postMessage({ type: 'progress', ...p }) });
+      const { model, name, dtype } = opened;
+      self.postMessage({ type: 'model', id: message.id, ok: true, name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype, causal: model.modelType !== 'bert' });
+    } catch (error) {
+      self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message });
+    }
+  } else if (message.type === 'modelAttention') {
+    try {
+      if (!opened) throw new Error('no model is open');
+      const { ids, tokens } = opened.tokenizer.encode(message.text);
+      if (ids.length > MAX_MODEL_TOKENS) throw new Error(`the text is ${ids.length} tokens; the viewer shows at most ${MAX_MODEL_TOKENS}`);
+      if (ids.length === 0) throw new Error('the text has no tokens');
+      const { attentions } = opened.model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none' });
+      self.postMessage({ type: 'model', id: message.id, ok: true, tokens, attentions }, attentions.map((a) => a.buffer));
+    } catch (error) {
+      self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message });
     }
   } else if (message.type === 'compute') {
     try {

@@ -1,0 +1,78 @@
+// The model viewer in Chromium: each fixture folder of tests/fixtures/models/ opened through the
+// page's folder input, its layers × heads grid, a head's JSON export against the float64
+// reference, models opened in turn, and folders the viewer cannot open with their messages.
+import assert from 'node:assert/strict';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { TOLERANCE, maxRelativeError } from '../js/helpers.js';
+import { browserForFile, openDemo, STEP_TIMEOUT } from './chromium.js';
+
+const MODELS = fileURLToPath(new URL('../fixtures/models/', import.meta.url));
+const browser = browserForFile();
+
+async function reference(name) {
+  return JSON.parse(await readFile(join(MODELS, name, 'reference.json'), 'utf8'));
+}
+
+/** Opens a folder through the input and waits until the panel is ready (or shows an error). */
+async function openFolder(page, folder) {
+  // The panel still says 'ready' for the last model until the input's change arrives.
+  await page.$eval('#model-panel', (panel) => { panel.dataset.state = 'waiting'; });
+  await page.setInputFiles('[data-testid="open-model"]', folder);
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#model-panel').dataset.state)
+    && document.querySelector('#model-status').textContent !== '', null, { timeout: STEP_TIMEOUT });
+  return page.$eval('#model-panel', (panel) => ({ state: panel.dataset.state, status: panel.querySelector('#model-status').textContent }));
+}
+
+/** The JSON the page exports for layer `layer`, head `head` (1-based). */
+async function exportHead(page, layer, head) {
+  await page.click(`.grid-cell[data-layer="${layer}"][data-head="${head}"]`);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#model-export')]);
+  return { name: download.suggestedFilename(), json: JSON.parse(await readFile(await download.path(), 'utf8')) };
+}
+
+test('opening each model folder: its grid, labels and a head exported as JSON match the reference', { timeout: 120_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  for (const name of ['gpt2', 'llama-gqa', 'bert', 'qwen3-qknorm']) {
+    const ref = await reference(name);
+    await page.fill('[data-testid="model-text"]', ref.text);
+    const opened = await openFolder(page, join(MODELS, name));
+    assert.equal(opened.state, 'ready', `${name}: ${opened.status}`);
+    const [layers, heads, t] = [ref.attentions.shape[0], ref.attentions.shape[1], ref.ids.length];
+    const cells = await page.$$eval('.grid-cell', (all) => all.map((cell) => [Number(cell.dataset.layer), Number(cell.dataset.head)]));
+    assert.equal(cells.length, layers * heads, `${name}: a cell per layer and head`);
+    assert.deepEqual(cells.at(-1), [layers, heads]);
+    const { name: file, json } = await exportHead(page, layers, heads);
+    assert.match(file, new RegExp(`layer${layers}-head${heads}\\.json$`));
+    assert.equal(json.model_type, JSON.parse(await readFile(join(MODELS, name, 'config.json'), 'utf8')).model_type);
+    assert.deepEqual(json.tokens, ref.tokens);
+    assert.deepEqual([json.layer, json.head], [layers, heads]);
+    const plane = ref.attentions.data.slice(((layers - 1) * heads + heads - 1) * t * t, ((layers - 1) * heads + heads) * t * t);
+    const err = maxRelativeError(Float32Array.from(json.weights.flat()), Float64Array.from(plane));
+    assert.ok(err <= TOLERANCE, `${name}: the exported head is off by ${err}`);
+  }
+  assert.deepEqual(browser.errors, []);
+});
+
+test('a folder the viewer cannot open says which file is missing, and the next one opens', { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const broken = await mkdtemp(join(tmpdir(), 'model-'));
+  try {
+    await cp(join(MODELS, 'gpt2', 'tokenizer.json'), join(broken, 'tokenizer.json'));
+    await cp(join(MODELS, 'gpt2', 'model.safetensors'), join(broken, 'model.safetensors'));
+    const refused = await openFolder(page, broken);
+    assert.equal(refused.state, 'error');
+    assert.match(refused.status, /no config\.json/);
+    const opened = await openFolder(page, join(MODELS, 'bert'));
+    assert.equal(opened.state, 'ready', opened.status);
+  } finally {
+    await rm(broken, { recursive: true, force: true });
+  }
+  assert.deepEqual(browser.errors, []);
+});
