@@ -28,6 +28,7 @@ export function bindModelView() {
   const headTitle = $('#model-head-title');
   const exportButton = $('#model-export');
   const exportLink = $('#model-export-link');
+  const scoresLine = $('#model-scores');
   const state = { info: null, result: null, selected: { layer: 1, head: 1 }, seq: 0 };
 
   const setStatus = (phase, message) => {
@@ -76,7 +77,33 @@ export function bindModelView() {
     setStatus('ready', `${name} (${modelType}, ${dtype}): ${layers} layers × ${heads} heads over ${reply.tokens.length} tokens.`);
     drawGrid();
     drawHead();
+    showScores();
   }
+
+  // The strongest induction and previous-token heads, on the standard sequence and on the text.
+  function showScores() {
+    const { standardScores, standardLength } = state.info;
+    const best = (scores, key) => {
+      let top = null;
+      scores.forEach((layer, l) => layer.forEach((s, h) => {
+        if (s[key] !== null && (!top || s[key] > top.value)) top = { layer: l + 1, head: h + 1, value: s[key] };
+      }));
+      return top;
+    };
+    const line = (key, what) => {
+      const standard = best(standardScores, key), own = best(state.result.scores, key);
+      const ownText = own ? `; on your text L${own.layer} H${own.head} (${own.value.toFixed(2)})` : '; your text repeats no token, so it has none';
+      return `${what}: L${standard.layer} H${standard.head} (${standard.value.toFixed(2)} on ${standardLength} random tokens repeated)${ownText}.`;
+    };
+    scoresLine.textContent = `${line('induction', 'Strongest induction head')} ${line('previousToken', 'Strongest previous-token head')}`;
+  }
+
+  const percent = (x) => (x === null ? '–' : x.toFixed(2));
+  const cellTitle = (layer, head) => {
+    const own = state.result.scores[layer - 1][head - 1], standard = state.info.standardScores[layer - 1][head - 1];
+    return `Layer ${layer}, head ${head}: induction ${percent(standard.induction)} on the repeated random tokens, ${percent(own.induction)} on your text; `
+      + `previous token ${percent(standard.previousToken)}, ${percent(own.previousToken)}`;
+  };
 
   // Each head's weights as drawThumbnail takes them; causal models hide the keys after each query.
   function view(layer, head) {
@@ -108,11 +135,15 @@ export function bindModelView() {
         cell.className = 'grid-cell';
         cell.dataset.layer = layer;
         cell.dataset.head = head;
-        cell.title = `Layer ${layer}, head ${head}`;
+        cell.title = cellTitle(layer, head);
         cell.setAttribute('aria-label', cell.title);
         cell.setAttribute('aria-pressed', String(layer === state.selected.layer && head === state.selected.head));
         const canvas = document.createElement('canvas');
-        cell.append(canvas);
+        const caption = document.createElement('span');
+        caption.className = 'grid-score';
+        // The induction score on the standard sequence: the number that picks out induction heads.
+        caption.textContent = percent(state.info.standardScores[layer - 1][head - 1].induction);
+        cell.append(canvas, caption);
         cells.push(cell);
       }
     }

@@ -18,6 +18,7 @@
 import { init } from '../dist/index.mjs';
 import { CharModel } from './model.js';
 import { openModelFolder } from './models/folder.js';
+import { headScores, repeatedRandomIds } from './models/scores.js';
 import { AttentionRunner } from './runner.js';
 
 let runner = null;
@@ -86,7 +87,15 @@ self.addEventListener('message', async ({ data: message }) => {
     try {
       opened = await openModelFolder(attn, message.files, { onProgress: (p) => self.postMessage({ type: 'progress', ...p }) });
       const { model, name, dtype } = opened;
-      self.postMessage({ type: 'model', id: message.id, ok: true, name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype, causal: model.modelType !== 'bert' });
+      // The standard sequence: random tokens from the middle of the vocabulary (special tokens sit
+      // at its ends), repeated once, as long as the model's positions allow (up to 2 × 50).
+      const length = Math.min(50, Math.floor(model.maxPositions / 2));
+      const ids = repeatedRandomIds(Math.floor(0.1 * model.vocabSize), Math.ceil(0.9 * model.vocabSize), length);
+      const standardScores = headScores(model.forward(ids, { needWeights: true, logits: 'none' }).attentions, model.heads, ids);
+      self.postMessage({
+        type: 'model', id: message.id, ok: true, name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype,
+        causal: model.modelType !== 'bert', standardScores, standardLength: length,
+      });
     } catch (error) {
       self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message });
     }
@@ -97,7 +106,8 @@ self.addEventListener('message', async ({ data: message }) => {
       if (ids.length > MAX_MODEL_TOKENS) throw new Error(`the text is ${ids.length} tokens; the viewer shows at most ${MAX_MODEL_TOKENS}`);
       if (ids.length === 0) throw new Error('the text has no tokens');
       const { attentions } = opened.model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none' });
-      self.postMessage({ type: 'model', id: message.id, ok: true, tokens, attentions }, attentions.map((a) => a.buffer));
+      const scores = headScores(attentions, opened.model.heads, ids);
+      self.postMessage({ type: 'model', id: message.id, ok: true, tokens, attentions, scores }, attentions.map((a) => a.buffer));
     } catch (error) {
       self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message });
     }

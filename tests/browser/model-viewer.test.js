@@ -47,6 +47,9 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     const cells = await page.$$eval('.grid-cell', (all) => all.map((cell) => [Number(cell.dataset.layer), Number(cell.dataset.head)]));
     assert.equal(cells.length, layers * heads, `${name}: a cell per layer and head`);
     assert.deepEqual(cells.at(-1), [layers, heads]);
+    // Each head's induction and previous-token scores, on the standard sequence and on the text.
+    assert.match(await page.textContent('#model-scores'), /Strongest induction head: L\d+ H\d+ \(\d\.\d\d on \d+ random tokens repeated\); on your text L\d+ H\d+/);
+    assert.match(await page.getAttribute('.grid-cell[data-layer="1"][data-head="1"]', 'title'), /^Layer 1, head 1: induction \d\.\d\d on the repeated random tokens, \d\.\d\d on your text; previous token/);
     const { name: file, json } = await exportHead(page, layers, heads);
     assert.match(file, new RegExp(`layer${layers}-head${heads}\\.json$`));
     assert.equal(json.model_type, JSON.parse(await readFile(join(MODELS, name, 'config.json'), 'utf8')).model_type);

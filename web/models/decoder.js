@@ -38,6 +38,7 @@ export class DecoderModel {
     this.layers = config.num_hidden_layers;
     this.heads = config.num_attention_heads;
     this.width = config.hidden_size;
+    this.maxPositions = config.max_position_embeddings ?? Infinity;
     this.eps = config.rms_norm_eps ?? 1e-6;
     this.act = config.hidden_act ?? 'silu';
     this.embedding = tensorOf(tensors, 'model.embed_tokens.weight');
