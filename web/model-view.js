@@ -5,8 +5,9 @@
 // runs the model (worker.js: 'openModel', 'modelAttention').
 //
 // Test hooks: the folder input is [data-testid="open-model"], the text [data-testid="model-text"],
-// each grid cell has data-layer and data-head (1-based, as shown), and #model-panel's data-state is
-// 'empty', 'busy', 'ready' or 'error'.
+// each grid cell has data-layer and data-head (1-based, as shown), #model-panel's data-state is
+// 'empty', 'busy', 'ready' or 'error', and its data-memory the worker's package stats() (JSON)
+// once a folder is opened or refused.
 import { modelAttention, onModelProgress, openModel } from './compute.js';
 import { colourOf, drawThumbnail } from './heatmap.js';
 
@@ -53,6 +54,7 @@ export function bindModelView() {
     setStatus('busy', `Opening ${files.length} files…`);
     const reply = await openModel(files);
     progress.hidden = true;
+    panel.dataset.memory = JSON.stringify(reply.memory);
     if (!reply.ok) {
       setStatus('error', `This folder cannot be opened: ${reply.message}.`);
       return;

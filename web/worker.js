@@ -14,7 +14,9 @@
 //               { type: 'neuron', id, ok, numbers | message }
 //               { type: 'progress', phase, done, total }    while a model folder is read
 //               { type: 'model', id, ok, message? | ...}    { name, modelType, layers, heads, dtype,
-//                                                           causal } or { tokens, attentions }
+//                                                           causal, standardScores, memory: the
+//                                                           package's stats() } or { tokens,
+//                                                           attentions, scores }
 import { init } from '../dist/index.mjs';
 import { CharModel } from './model.js';
 import { openModelFolder } from './models/folder.js';
@@ -94,10 +96,10 @@ self.addEventListener('message', async ({ data: message }) => {
       const standardScores = headScores(model.forward(ids, { needWeights: true, logits: 'none' }).attentions, model.heads, ids);
       self.postMessage({
         type: 'model', id: message.id, ok: true, name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype,
-        causal: model.modelType !== 'bert', standardScores, standardLength: length,
+        causal: model.modelType !== 'bert', standardScores, standardLength: length, memory: attn.stats(),
       });
     } catch (error) {
-      self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message });
+      self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message, memory: attn.stats() });
     }
   } else if (message.type === 'modelAttention') {
     try {

@@ -79,3 +79,21 @@ test('a folder the viewer cannot open says which file is missing, and the next o
   }
   assert.deepEqual(browser.errors, []);
 });
+
+test('opening three models in turn, twice: each replaces the last, and the memory is back', { timeout: 90_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const memory = [];
+  for (let round = 0; round < 2; round++)
+    for (const name of ['gpt2', 'bert', 'llama-gqa']) {
+      const opened = await openFolder(page, join(MODELS, name));
+      assert.equal(opened.state, 'ready', opened.status);
+      memory.push(JSON.parse(await page.getAttribute('#model-panel', 'data-memory')));
+    }
+  // The second round holds the same objects as the first, in a heap the first sized.
+  for (let i = 0; i < 3; i++) {
+    assert.equal(memory[i + 3].liveObjects, memory[i].liveObjects, `model ${i}: objects held`);
+    assert.equal(memory[i + 3].wasmHeapBytes, memory[2].wasmHeapBytes, `model ${i}: the heap grew no further`);
+  }
+  assert.deepEqual(browser.errors, []);
+});
