@@ -30,7 +30,9 @@ export function bindModelView() {
   const exportButton = $('#model-export');
   const exportLink = $('#model-export-link');
   const scoresLine = $('#model-scores');
-  const state = { info: null, result: null, selected: { layer: 1, head: 1 }, seq: 0 };
+  const textQuery = $('#model-text-query');
+  const textView = $('#model-text-view');
+  const state = { info: null, result: null, selected: { layer: 1, head: 1 }, query: 0, seq: 0 };
 
   const setStatus = (phase, message) => {
     panel.dataset.state = phase;
@@ -46,8 +48,10 @@ export function bindModelView() {
     else setStatus('busy', `Reading the weights: ${(done / 2 ** 20).toFixed(1)} of ${(total / 2 ** 20).toFixed(1)} MiB`);
   });
 
+  let typing = 0; // the pending update after typing
   async function open(files) {
     if (!files.length) return;
+    clearTimeout(typing);  // the opened model is computed on the text as it is now
     state.seq++;
     state.info = state.result = null;
     grid.replaceChildren();
@@ -75,6 +79,7 @@ export function bindModelView() {
       return;
     }
     state.result = reply;
+    state.query = reply.tokens.length - 1;
     const { name, modelType, layers, heads, dtype } = state.info;
     setStatus('ready', `${name} (${modelType}, ${dtype}): ${layers} layers × ${heads} heads over ${reply.tokens.length} tokens.`);
     drawGrid();
@@ -199,6 +204,36 @@ export function bindModelView() {
     headCanvas.dataset.cell = String(cell);
     headCanvas.dataset.offset = String(offset);
     exportButton.disabled = false;
+    drawText();
+  }
+
+  // The text coloured by the selected query's weights over it (as CircuitsVis' coloured tokens):
+  // each token's background is its weight on the scale of the maps, the query outlined.
+  function drawText() {
+    const { weights, masked, n } = view(state.selected.layer, state.selected.head);
+    const i = state.query;
+    const spans = state.result.tokens.map((token, j) => {
+      const span = document.createElement('span');
+      span.className = 'text-token';
+      // As running text: byte-level spaces and newlines as themselves, WordPiece's ## joined on.
+      span.textContent = token.replaceAll('Ġ', ' ').replaceAll('Ċ', '\n').replace(/^##/, '');
+      span.dataset.token = String(j);
+      if (masked[i * n + j]) {
+        span.classList.add('masked');
+        span.title = 'masked: a later token';
+      } else {
+        const weight = weights[i * n + j];
+        const [r, g, b] = colourOf(weight);
+        span.style.background = `rgb(${r}, ${g}, ${b})`;
+        span.style.color = 0.299 * r + 0.587 * g + 0.114 * b < 140 ? '#fff' : '#111';
+        span.dataset.weight = weight.toFixed(4);
+        span.title = `weight ${weight.toFixed(4)}`;
+      }
+      if (j === i) span.classList.add('query');
+      return span;
+    });
+    textView.replaceChildren(...spans);
+    textQuery.textContent = `What token ${i + 1} (${JSON.stringify(displayToken(state.result.tokens[i]))}) reads, in layer ${state.selected.layer}, head ${state.selected.head} (click a row of the map, or a token, to choose another):`;
   }
 
   grid.addEventListener('click', (event) => {
@@ -221,6 +256,22 @@ export function bindModelView() {
     headCanvas.title = `query ${i + 1} ${JSON.stringify(displayToken(tokens[i]))} → key ${j + 1} ${JSON.stringify(displayToken(tokens[j]))}: ${weight}`;
   });
 
+  headCanvas.addEventListener('click', (event) => {
+    if (!state.result) return;
+    const cell = Number(headCanvas.dataset.cell), offset = Number(headCanvas.dataset.offset);
+    const i = Math.floor((event.clientY - headCanvas.getBoundingClientRect().top - offset) / cell);
+    if (i < 0 || i >= state.result.tokens.length) return;
+    state.query = i;
+    drawText();
+  });
+
+  textView.addEventListener('click', (event) => {
+    const span = event.target.closest('.text-token');
+    if (!span) return;
+    state.query = Number(span.dataset.token);
+    drawText();
+  });
+
   exportButton.addEventListener('click', () => {
     const { layer, head } = state.selected;
     const { weights, n } = view(layer, head);
@@ -238,7 +289,6 @@ export function bindModelView() {
     event.preventDefault();
     open(event.dataTransfer.files);
   });
-  let typing = 0;
   text.addEventListener('input', () => {
     clearTimeout(typing);
     typing = setTimeout(update, 250);

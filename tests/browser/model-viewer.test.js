@@ -51,6 +51,15 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     assert.match(await page.textContent('#model-scores'), /Strongest induction head: L\d+ H\d+ \(\d\.\d\d on \d+ random tokens repeated\); on your text L\d+ H\d+/);
     assert.match(await page.getAttribute('.grid-cell[data-layer="1"][data-head="1"]', 'title'), /^Layer 1, head 1: induction \d\.\d\d on the repeated random tokens, \d\.\d\d on your text; previous token/);
     const { name: file, json } = await exportHead(page, layers, heads);
+    // The coloured text: the last query's row by default; a click on a token picks its row.
+    const textWeights = () => page.$$eval('#model-text-view .text-token', (spans) => spans.map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))));
+    assert.equal((await textWeights()).length, t);
+    await page.click(`#model-text-view .text-token[data-token="2"]`);
+    const shown = await textWeights();
+    json.weights[2].forEach((w, j) => {
+      if (shown[j] === null) assert.ok(j > 2, `only later tokens are masked (token ${j})`);
+      else assert.ok(Math.abs(shown[j] - w) <= 5e-5, `token ${j}: ${shown[j]} vs ${w}`);
+    });
     assert.match(file, new RegExp(`layer${layers}-head${heads}\\.json$`));
     assert.equal(json.model_type, JSON.parse(await readFile(join(MODELS, name, 'config.json'), 'utf8')).model_type);
     assert.deepEqual(json.tokens, ref.tokens);
