@@ -35,10 +35,10 @@ async function exportHead(page, layer, head) {
   return { name: download.suggestedFilename(), json: JSON.parse(await readFile(await download.path(), 'utf8')) };
 }
 
-test('opening each model folder: its grid, labels and a head exported as JSON match the reference', { timeout: 120_000 }, async () => {
+test('opening each model folder: its grid, labels and a head exported as JSON match the reference', { timeout: 180_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);
-  for (const name of ['gpt2', 'llama-gqa', 'bert', 'qwen3-qknorm']) {
+  for (const name of ['gpt2', 'llama-gqa', 'bert', 'qwen3-qknorm', 'gemma2', 'gemma3', 'phi3', 'olmo2']) {
     const ref = await reference(name);
     await page.fill('[data-testid="model-text"]', ref.text);
     const opened = await openFolder(page, join(MODELS, name));

@@ -1,10 +1,28 @@
-// Decoders in the Llama layout (Llama, SmolLM2, Mistral, Qwen2, Qwen3): token embeddings, then
-// per layer x += attention(RMSNorm(x)) and x += MLP(RMSNorm(x)) with a SwiGLU MLP, a final RMSNorm
-// and the output head (Hugging Face's LlamaForCausalLM and its kin). Attention is the package's
-// GroupedQueryAttention configured by fromConfig, the projections its Linear. No DOM.
+// Decoders in the Llama layout (Llama, SmolLM2, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3,
+// OLMo 2): token embeddings, per layer an attention block and a gated MLP each added to the
+// residual stream with RMSNorms around them, a final RMSNorm and the output head (Hugging Face's
+// LlamaForCausalLM and its kin). Attention is the package's GroupedQueryAttention configured by
+// fromConfig, the projections its Linear. No DOM.
 import { activate, addInto, embed, floats, headRows, rmsNorm } from './ops.js';
 
-export const DECODER_TYPES = ['llama', 'mistral', 'qwen2', 'qwen3'];
+// How each family arranges a layer (its modeling_*.py DecoderLayer):
+// - norms 'pre': x += attn(norm(x)); x += mlp(norm(x)) (input_layernorm, post_attention_layernorm);
+// - 'sandwich' (Gemma): the block's input and output normed, four norms a layer;
+// - 'post' (OLMo 2): x += norm(attn(x)); x += norm(mlp(x)).
+// unitOffset: RMSNorm scales by 1 + w; embedScale: embeddings times sqrt(hidden), rounded to f32
+// as Gemma's normalizer tensor is; finalSoftcap: final_logit_softcapping; fusedMlp: Phi-3's
+// gate_up_proj, its first half the gate.
+const LAYOUTS = {
+  llama: { norms: 'pre' },
+  mistral: { norms: 'pre' },
+  qwen2: { norms: 'pre' },
+  qwen3: { norms: 'pre' },
+  gemma2: { norms: 'sandwich', unitOffset: true, embedScale: true, finalSoftcap: true },
+  gemma3_text: { norms: 'sandwich', unitOffset: true, embedScale: true, finalSoftcap: true },
+  phi3: { norms: 'pre', fusedMlp: true },
+  olmo2: { norms: 'post' },
+};
+export const DECODER_TYPES = Object.keys(LAYOUTS);
 
 // A tensor of the checkpoint, or an error naming it.
 export function tensorOf(tensors, name) {
@@ -35,36 +53,50 @@ export class DecoderModel {
   constructor(attn, config, tensors) {
     this.config = config;
     this.modelType = config.model_type;
+    this.layout = LAYOUTS[config.model_type];
     this.layers = config.num_hidden_layers;
     this.heads = config.num_attention_heads;
     this.width = config.hidden_size;
     this.maxPositions = config.max_position_embeddings ?? Infinity;
     this.eps = config.rms_norm_eps ?? 1e-6;
-    this.act = config.hidden_act ?? 'silu';
-    this.embedding = tensorOf(tensors, 'model.embed_tokens.weight');
+    this.act = config.hidden_activation ?? config.hidden_act ?? 'silu';
+    // The decoder's names sit under 'model.' (…ForCausalLM) or deeper in a multimodal checkpoint
+    // ('language_model.model.'): where the token embedding is.
+    const embeddingName = [...tensors.keys()].find((name) => name.endsWith('embed_tokens.weight')) ?? 'model.embed_tokens.weight';
+    const root = embeddingName.slice(0, -'embed_tokens.weight'.length);
+    this.embedding = tensorOf(tensors, embeddingName);
     this.vocabSize = this.embedding.shape[0];
-    this.finalNorm = floats(tensorOf(tensors, 'model.norm.weight'));
+    this.embedScale = this.layout.embedScale ? Math.fround(Math.sqrt(this.width)) : 1;
+    this.finalSoftcap = this.layout.finalSoftcap ? config.final_logit_softcapping ?? null : null;
+    this.finalNorm = floats(tensorOf(tensors, `${root}norm.weight`));
     const owned = [];
     this.blocks = [];
     try {
       for (let layer = 0; layer < this.layers; layer++) {
-        const prefix = `model.layers.${layer}.`;
+        const prefix = `${root}layers.${layer}.`;
         const attention = attn.GroupedQueryAttention.fromConfig(config, { layer });
         owned.push(attention);
         attention.loadStateDict(floatsUnder(tensors, `${prefix}self_attn.`), { prefix: `${prefix}self_attn.` });
-        const [gate, up, down] = ['gate_proj', 'up_proj', 'down_proj'].map((name) => {
-          const linear = linearOf(attn, tensors, `${prefix}mlp.${name}`, { bias: config.mlp_bias === true });
-          owned.push(linear);
-          return linear;
-        });
+        const linear = (name) => {
+          const module = linearOf(attn, tensors, `${prefix}mlp.${name}`, { bias: config.mlp_bias === true });
+          owned.push(module);
+          return module;
+        };
+        const mlp = this.layout.fusedMlp ? { gateUp: linear('gate_up_proj'), down: linear('down_proj') }
+          : { gate: linear('gate_proj'), up: linear('up_proj'), down: linear('down_proj') };
+        const need = (name) => floats(tensorOf(tensors, `${prefix}${name}.weight`));
+        const { norms } = this.layout;
         this.blocks.push({
-          attention, gate, up, down,
-          inputNorm: floats(tensorOf(tensors, `${prefix}input_layernorm.weight`)),
-          postNorm: floats(tensorOf(tensors, `${prefix}post_attention_layernorm.weight`)),
+          attention, ...mlp,
+          inputNorm: norms === 'post' ? null : need('input_layernorm'),
+          postNorm: need('post_attention_layernorm'),
+          preFeedforwardNorm: norms === 'sandwich' ? need('pre_feedforward_layernorm') : null,
+          postFeedforwardNorm: norms === 'pre' ? null : need('post_feedforward_layernorm'),
         });
       }
-      // The output head: its own weight, or the embedding's when tied (SmolLM2, Llama 3.2).
-      this.head = tensors.has('lm_head.weight') ? linearOf(attn, tensors, 'lm_head') : linearOf(attn, tensors, 'model.embed_tokens');
+      // The output head: its own weight, or the embedding's when tied (SmolLM2, Llama 3.2, Gemma).
+      const headName = embeddingName.replace(/(model\.)?embed_tokens\.weight$/, 'lm_head.weight');
+      this.head = tensors.has(headName) ? linearOf(attn, tensors, headName.slice(0, -'.weight'.length)) : linearOf(attn, tensors, embeddingName.slice(0, -'.weight'.length));
       owned.push(this.head);
     } catch (error) {
       for (const module of owned) module.dispose();
@@ -79,23 +111,41 @@ export class DecoderModel {
    */
   forward(ids, { needWeights = false, logits = 'all' } = {}) {
     const t = ids.length, width = this.width;
-    const x = embed(this.embedding, ids, width);
+    const norm = (values, weight) => rmsNorm(values, weight, width, this.eps, this.layout.unitOffset);
+    const x = embed(this.embedding, ids, width, this.embedScale);
     const attentions = [];
+    const { norms } = this.layout;
     for (const block of this.blocks) {
-      const normed = rmsNorm(x, block.inputNorm, width, this.eps);
-      const { output, weights } = block.attention.forward({ data: normed, shape: [1, t, width] }, { needWeights });
-      addInto(x, output.data);
+      const input = norms === 'post' ? x : norm(x, block.inputNorm);
+      const { output, weights } = block.attention.forward({ data: input, shape: [1, t, width] }, { needWeights });
       attentions.push(weights ? weights.data : null);
-      addInto(x, this.mlp(rmsNorm(x, block.postNorm, width, this.eps), block, t));
+      addInto(x, norms === 'pre' ? output.data : norm(output.data, block.postNorm));
+      const mlpInput = norms === 'pre' ? norm(x, block.postNorm) : norms === 'sandwich' ? norm(x, block.preFeedforwardNorm) : x;
+      const mlpOutput = this.mlp(mlpInput, block, t);
+      addInto(x, norms === 'pre' ? mlpOutput : norm(mlpOutput, block.postFeedforwardNorm));
     }
-    return { logits: headRows(this.head, rmsNorm(x, this.finalNorm, width, this.eps), t, width, logits), attentions: needWeights ? attentions : null };
+    const result = headRows(this.head, norm(x, this.finalNorm), t, width, logits);
+    if (result && this.finalSoftcap) for (let i = 0; i < result.length; i++) result[i] = Math.tanh(result[i] / this.finalSoftcap) * this.finalSoftcap;
+    return { logits: result, attentions: needWeights ? attentions : null };
   }
 
-  // down(act(gate(x)) · up(x))
+  // down(act(gate(x)) · up(x)); Phi-3's gate and up come as the two halves of one projection.
   mlp(x, block, t) {
     const rows = { data: x, shape: [t, this.width] };
-    const gate = activate(block.gate.forward(rows).data, this.act);
-    const up = block.up.forward(rows).data;
+    let gate, up;
+    if (block.gateUp) {
+      const both = block.gateUp.forward(rows).data, inner = both.length / t / 2;
+      gate = new Float32Array(t * inner);
+      up = new Float32Array(t * inner);
+      for (let i = 0; i < t; i++) {
+        gate.set(both.subarray(2 * i * inner, (2 * i + 1) * inner), i * inner);
+        up.set(both.subarray((2 * i + 1) * inner, (2 * i + 2) * inner), i * inner);
+      }
+    } else {
+      gate = block.gate.forward(rows).data;
+      up = block.up.forward(rows).data;
+    }
+    activate(gate, this.act);
     for (let i = 0; i < gate.length; i++) gate[i] *= up[i];
     return block.down.forward({ data: gate, shape: [t, gate.length / t] }).data;
   }

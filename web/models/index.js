@@ -1,5 +1,6 @@
-// The Hugging Face architectures the viewer runs, by config.json's model_type: Llama-layout
-// decoders, GPT-2 and BERT. Each model is made from its parsed config.json and loadSafetensors'
+// The Hugging Face architectures the viewer runs, by config.json's model_type: the decoders
+// fromConfig knows (Llama layout, Gemma's sandwich norms, Phi-3's fused MLP, OLMo 2's post-norms),
+// GPT-2 and BERT. Each model is made from its parsed config.json and loadSafetensors'
 // map, and has forward(ids, { needWeights, logits: 'all' | 'last' | 'none' }) → { logits [t, vocab]
 // (or the last row, or null), attentions: per layer [heads, t, t] | null } and dispose(). No DOM.
 import { BertModel } from './bert.js';
