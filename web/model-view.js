@@ -4,7 +4,7 @@
 // exports it as JSON. This view owns its state and its part of the DOM (#model-panel); the worker
 // runs the model (worker.js: 'openModel', 'modelAttention').
 //
-// Test hooks: the folder input is [data-testid="open-model"], the text [data-testid="model-text"],
+// Test hooks: the folder input is [data-testid="open-model"], the text [data-testid="text"],
 // each grid cell has data-layer and data-head (1-based, as shown), #model-panel's data-state is
 // 'empty', 'busy', 'ready' or 'error', and its data-memory the worker's package stats() (JSON)
 // once a folder is opened or refused.
@@ -23,7 +23,7 @@ export function bindModelView() {
   const panel = $('#model-panel');
   const status = $('#model-status');
   const progress = $('#model-progress');
-  const text = $('[data-testid="model-text"]');
+  const text = $('[data-testid="text"]');
   const grid = $('#model-grid');
   const headCanvas = $('#model-head');
   const headTitle = $('#model-head-title');

@@ -40,7 +40,7 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
   await openDemo(page, server);
   for (const name of ['gpt2', 'llama-gqa', 'bert', 'qwen3-qknorm', 'gemma2', 'gemma3', 'phi3', 'olmo2']) {
     const ref = await reference(name);
-    await page.fill('[data-testid="model-text"]', ref.text);
+    await page.fill('[data-testid="text"]', ref.text);
     const opened = await openFolder(page, join(MODELS, name));
     assert.equal(opened.state, 'ready', `${name}: ${opened.status}`);
     const [layers, heads, t] = [ref.attentions.shape[0], ref.attentions.shape[1], ref.ids.length];
