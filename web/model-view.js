@@ -170,8 +170,8 @@ export function bindModelView() {
     const ratio = window.devicePixelRatio || 1;
     headCanvas.width = size * ratio;
     headCanvas.height = size * ratio;
+    // The CSS height follows the width (style.css): a narrow screen scales the map down whole.
     headCanvas.style.width = `${size}px`;
-    headCanvas.style.height = `${size}px`;
     const ctx = headCanvas.getContext('2d');
     ctx.scale(ratio, ratio);
     ctx.clearRect(0, 0, size, size);

@@ -106,3 +106,23 @@ test('opening three models in turn, twice: each replaces the last, and the memor
   }
   assert.deepEqual(browser.errors, []);
 });
+
+test('on a phone (390 px) the panel fits the screen: the grid and the map scaled down whole', { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    await openDemo(page, server);
+    const opened = await openFolder(page, join(MODELS, 'gpt2'));
+    assert.equal(opened.state, 'ready', opened.status);
+    const fits = await page.evaluate(() => {
+      const panel = document.querySelector('#model-panel').getBoundingClientRect();
+      const map = document.querySelector('#model-head').getBoundingClientRect();
+      const grid = document.querySelector('#model-grid').getBoundingClientRect();
+      return { panel: panel.right <= 390, map: map.right <= panel.right && Math.abs(map.width - map.height) < 1, grid: grid.right <= panel.right };
+    });
+    assert.deepEqual(fits, { panel: true, map: true, grid: true });
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+  assert.deepEqual(browser.errors, []);
+});
