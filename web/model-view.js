@@ -31,6 +31,7 @@ export function bindModelView() {
   const exportLink = $('#model-export-link');
   const scoresLine = $('#model-scores');
   const textQuery = $('#model-text-query');
+  const readout = $('#model-readout');
   const textView = $('#model-text-view');
   const state = { info: null, result: null, selected: { layer: 1, head: 1 }, query: 0, seq: 0 };
 
@@ -253,7 +254,8 @@ export function bindModelView() {
     if (i < 0 || j < 0 || i >= tokens.length || j >= tokens.length) return;
     const { weights, masked, n } = view(state.selected.layer, state.selected.head);
     const weight = masked[i * n + j] ? 'masked (a later key)' : weights[i * n + j].toFixed(4);
-    headCanvas.title = `query ${i + 1} ${JSON.stringify(displayToken(tokens[i]))} → key ${j + 1} ${JSON.stringify(displayToken(tokens[j]))}: ${weight}`;
+    // At the pointer: the tokens a cell joins, for maps too dense for labels on the axes.
+    readout.textContent = `Query ${i + 1} ${JSON.stringify(displayToken(tokens[i]))} → key ${j + 1} ${JSON.stringify(displayToken(tokens[j]))}: ${weight}`;
   });
 
   headCanvas.addEventListener('click', (event) => {

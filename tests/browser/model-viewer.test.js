@@ -51,6 +51,11 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     assert.match(await page.textContent('#model-scores'), /Strongest induction head: L\d+ H\d+ \(\d\.\d\d on \d+ random tokens repeated\); on your text L\d+ H\d+/);
     assert.match(await page.getAttribute('.grid-cell[data-layer="1"][data-head="1"]', 'title'), /^Layer 1, head 1: induction \d\.\d\d on the repeated random tokens, \d\.\d\d on your text; previous token/);
     const { name: file, json } = await exportHead(page, layers, heads);
+    // The readout at the pointer names the cell's tokens and weight.
+    const box = await page.locator('#model-head').boundingBox();
+    const [cell, offset] = await page.$eval('#model-head', (c) => [Number(c.dataset.cell), Number(c.dataset.offset)]);
+    await page.mouse.move(box.x + offset + 1.5 * cell, box.y + offset + (t - 0.5) * cell);
+    assert.match(await page.textContent('#model-readout'), new RegExp(`^Query ${t} .* → key 2 .*: ${json.weights[t - 1][1].toFixed(4)}$`));
     // The coloured text: the last query's row by default; a click on a token picks its row.
     const textWeights = () => page.$$eval('#model-text-view .text-token', (spans) => spans.map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))));
     assert.equal((await textWeights()).length, t);
