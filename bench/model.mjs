@@ -10,13 +10,13 @@
 //
 //   node --experimental-wasm-relaxed-simd bench/model.mjs [--json FILE] [--tokens 512] [--quick]
 //   (npm run bench -- --model [...] also builds first)
-import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
 import { init } from '../dist/index.mjs';
 import { mulberry32 } from '../web/embeddings.js';
 import { createModel } from '../web/models/index.js';
 import { gemmRate } from './gemm-rate.mjs';
+import { report } from './report.mjs';
 import { measure } from './timing.mjs';
 
 const { values: args } = parseArgs({
@@ -97,9 +97,4 @@ for (const threads of [1, 2]) {
   model.dispose();
   attn.dispose();
 }
-console.log('');
-for (const goal of goals) console.log(goal);
-if (args.json) {
-  await writeFile(args.json, `${JSON.stringify(rows, null, 2)}\n`);
-  console.log(`wrote ${rows.length} rows to ${args.json}`);
-}
+await report(goals, rows, args.json);

@@ -22,6 +22,14 @@ function explicitAttend(attn, cache, query) {
   return output;
 }
 
+// A GroupedQueryAttention(16, 4, 2) with random weights.
+function smallBlock(attn, random) {
+  return new attn.GroupedQueryAttention(16, 4, 2, { ropeBase: 100 }).loadStateDict({
+    'q_proj.weight': randomTensor([16, 16], random), 'k_proj.weight': randomTensor([8, 16], random),
+    'v_proj.weight': randomTensor([8, 16], random), 'o_proj.weight': randomTensor([16, 16], random),
+  });
+}
+
 for (const build of BUILDS) {
   describe(`${build.name} build: padding`, () => {
     let attn;
@@ -74,11 +82,7 @@ for (const build of BUILDS) {
 
     test("GroupedQueryAttention's default positions are generate()'s: cumsum(attentionMask) − 1, counted on by the cache", () => {
       const random = rng(4);
-      const block = new attn.GroupedQueryAttention(16, 4, 2, { ropeBase: 100 });
-      block.loadStateDict({
-        'q_proj.weight': randomTensor([16, 16], random), 'k_proj.weight': randomTensor([8, 16], random),
-        'v_proj.weight': randomTensor([8, 16], random), 'o_proj.weight': randomTensor([16, 16], random),
-      });
+      const block = smallBlock(attn, random);
       const attentionMask = tokens([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]);
       const x = randomTensor([2, 5, 16], random);
       const implicit = block.createCache(8, { batch: 2 });
@@ -97,11 +101,7 @@ for (const build of BUILDS) {
 
     test('without a cache, an attentionMask hides padded keys from every query and pads positions at 0', () => {
       const random = rng(5);
-      const block = new attn.GroupedQueryAttention(16, 4, 2, { ropeBase: 100 });
-      block.loadStateDict({
-        'q_proj.weight': randomTensor([16, 16], random), 'k_proj.weight': randomTensor([8, 16], random),
-        'v_proj.weight': randomTensor([8, 16], random), 'o_proj.weight': randomTensor([16, 16], random),
-      });
+      const block = smallBlock(attn, random);
       const alone = randomTensor([1, 3, 16], random);
       const padded = { data: new Float32Array(5 * 16), shape: [1, 5, 16] };
       padded.data.fill(7, 0, 2 * 16);
