@@ -101,10 +101,14 @@ Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
 Status GroupedQueryAttention::prepare() {
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim;
-  return first_failure({q_weight_.pack(parameters_.get(q_proj_weight_), q_size, c.hidden_size),
-                        k_weight_.pack(parameters_.get(k_proj_weight_), kv_size, c.hidden_size),
-                        v_weight_.pack(parameters_.get(v_proj_weight_), kv_size, c.hidden_size),
-                        o_weight_.pack(parameters_.get(o_proj_weight_), c.hidden_size, q_size)});
+  Status s = first_failure({q_weight_.pack(parameters_.get(q_proj_weight_), q_size, c.hidden_size),
+                            k_weight_.pack(parameters_.get(k_proj_weight_), kv_size, c.hidden_size),
+                            v_weight_.pack(parameters_.get(v_proj_weight_), kv_size, c.hidden_size),
+                            o_weight_.pack(parameters_.get(o_proj_weight_), c.hidden_size, q_size)});
+  // Forward reads the packed projections only: the loaded copies would double the block's memory.
+  if (s.ok())
+    for (int index : {q_proj_weight_, k_proj_weight_, v_proj_weight_, o_proj_weight_}) parameters_.release(index);
+  return s;
 }
 
 KVCacheConfig GroupedQueryAttention::cache_config(int64_t max_length, int64_t batch, CacheDtype dtype) const {

@@ -24,6 +24,10 @@ class Parameters {
   // Copies every declared entry from `state_dict`. On error nothing changes.
   Status load(const std::vector<NamedTensor>& state_dict);
 
+  // Frees an entry's copy once its module has derived what it needs (its packed weights): get()
+  // gives null until the next load.
+  void release(int index) { entries_[index].values = FloatBuffer(); }
+
   const float* get(int index) const { return entries_[index].values.data(); }
   float* get(int index) { return entries_[index].values.data(); }
   const Shape& shape(int index) const { return entries_[index].shape; }

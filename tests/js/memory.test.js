@@ -158,3 +158,15 @@ test('a padded batch decoding through a windowed cache holds its memory step aft
   assert.equal(attn.stats().liveObjects, live);
   attn.dispose();
 });
+
+test('GroupedQueryAttention keeps one copy of its projections: eight 16 MiB blocks grow the heap by 1×, not 2×', async () => {
+  const attn = await init();
+  const h = 1024, weight = { data: new Float32Array(h * h).fill(0.01), shape: [h, h] };
+  const sd = { 'q_proj.weight': weight, 'k_proj.weight': weight, 'v_proj.weight': weight, 'o_proj.weight': weight };
+  const before = attn.stats().wasmHeapBytes;
+  for (let i = 0; i < 8; i++) new attn.GroupedQueryAttention(h, 8, 8).loadStateDict(sd);
+  const growth = attn.stats().wasmHeapBytes - before;
+  // Packed weights 8 × 16 MiB, plus one load's transient copies; a kept loaded copy would add 128.
+  assert.ok(growth < 200 * MiB, `wasm memory grew by ${growth / MiB} MiB`);
+  attn.dispose();
+});
