@@ -16,12 +16,12 @@
 //
 //   node --experimental-wasm-relaxed-simd bench/decode.mjs [--json FILE] [--quick]
 //   (npm run bench -- --decode [--json FILE] [--quick] also builds first)
-import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { init } from '../dist/index.mjs';
 import { mulberry32 } from '../web/embeddings.js';
 import { readBandwidth } from './bandwidth.mjs';
 import { gemmRate } from './gemm-rate.mjs';
+import { report } from './report.mjs';
 import { encodeModel, INT32 } from './onnx-model.mjs';
 import { OrtWorker } from './peers/onnxruntime.mjs';
 import { measureAlternating } from './timing.mjs';
@@ -301,18 +301,13 @@ for (const threads of [1, 2]) {
   goals.push(`ours-block-decode-padded-b4 at ${padded.context}: ${(padded.median_ms / llama3.median_ms).toFixed(2)}x batch 1 for 4 rows`);
   attn.dispose();
 }
-console.log('');
-for (const goal of goals) console.log(goal);
-if (args.json) {
-  const json = rows.map(({ impl, context, threads, batch, median_ms, min_ms, max_abs_err, gbps, gflops, roofline_ms }) => {
-    if (impl === 'read-bandwidth') return { impl, threads, gbps };
-    if (impl === 'gemm-rate') return { impl, threads, gflops };
-    if (batch) return { impl, context, threads, batch, median_ms, min_ms };
-    return { impl, context, threads, median_ms, min_ms, max_abs_err, roofline_ms };
-  });
-  await writeFile(args.json, `${JSON.stringify(json, null, 2)}\n`);
-  console.log(`wrote ${json.length} rows to ${args.json}`);
-}
+// The JSON keeps each kind of row's own fields.
+await report(goals, rows.map(({ impl, context, threads, batch, median_ms, min_ms, max_abs_err, gbps, gflops, roofline_ms }) => {
+  if (impl === 'read-bandwidth') return { impl, threads, gbps };
+  if (impl === 'gemm-rate') return { impl, threads, gflops };
+  if (batch) return { impl, context, threads, batch, median_ms, min_ms };
+  return { impl, context, threads, median_ms, min_ms, max_abs_err, roofline_ms };
+}), args.json);
 if (failures) {
   console.error(`${failures} row(s) failed or disagreed with the reference`);
   process.exitCode = 1;

@@ -2,6 +2,7 @@
 // the Llama layout whose attention blocks are the package's GroupedQueryAttention and whose MLP and
 // output head (tied to the embedding) are its Linear; the embedding and RMSNorm are plain JS. No
 // DOM: the tests run this file under Node.
+import { addInto, rmsNorm, splitHeads } from './models/ops.js';
 
 // The Hugging Face state-dict names the training script writes.
 const layerPrefix = (layer) => `model.layers.${layer}.`;
@@ -104,12 +105,8 @@ export class CharModel {
     const { head_dim: d, rope_theta: base } = this.config;
     const { width, heads } = this;
     const rows = matmulTransposed(x.subarray(first * width, (first + count) * width), this.blocks[layer].query, count, width, heads * d);
-    const data = new Float32Array(rows.length); // [count, heads, d] -> [heads, count, d]
-    for (let i = 0; i < count; i++) {
-      for (let h = 0; h < heads; h++) data.set(rows.subarray((i * heads + h) * d, (i * heads + h + 1) * d), (h * count + i) * d);
-    }
     const positions = Int32Array.from({ length: count }, (_, i) => first + i);
-    return this.attn.rope({ data, shape: [1, heads, count, d] }, { positions, base });
+    return this.attn.rope(splitHeads(rows, count, heads, d), { positions, base });
   }
 
   mlp(x, block, t) {
@@ -189,18 +186,6 @@ function argmax(values) {
   return best;
 }
 
-/** Row-wise x / sqrt(mean(x²) + eps) · weight, as Llama's RMSNorm. */
-function rmsNorm(x, weight, width, eps) {
-  const out = new Float32Array(x.length);
-  for (let row = 0; row < x.length; row += width) {
-    let sumSquares = 0;
-    for (let i = 0; i < width; i++) sumSquares += x[row + i] * x[row + i];
-    const inverse = 1 / Math.sqrt(sumSquares / width + eps);
-    for (let i = 0; i < width; i++) out[row + i] = x[row + i] * inverse * weight[i];
-  }
-  return out;
-}
-
 /** x [rows, inner] · w[outer, inner]ᵀ → [rows, outer]: nn.Linear's layout, rows of w contiguous. */
 export function matmulTransposed(x, w, rows, inner, outer) {
   const out = new Float32Array(rows * outer);
@@ -237,10 +222,6 @@ export function matmulTransposed(x, w, rows, inner, outer) {
     }
   }
   return out;
-}
-
-function addInto(target, values) {
-  for (let i = 0; i < target.length; i++) target[i] += values[i];
 }
 
 /**

@@ -311,3 +311,13 @@ export function safetensorsBytes(tensors, metadata) {
   }
   return bytes;
 }
+
+/** attn.rope on a fixture case { x, opts, output }: within the contract's tolerance, x left alone. */
+export function assertRopeCase(attn, c) {
+  const before = c.x.data.slice();
+  const output = attn.rope(c.x, c.opts);
+  assert.deepEqual(output.shape, c.output.shape);
+  const error = maxRelativeError(output.data, c.output.data);
+  assert.ok(error <= TOLERANCE, `max relative error ${error} > ${TOLERANCE}`);
+  assert.ok(bitIdentical(c.x.data, before), 'x is left alone');
+}

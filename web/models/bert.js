@@ -3,7 +3,7 @@
 // (post-norm), and the masked-LM head (dense, GELU, LayerNorm, the decoder tied to the word
 // embeddings, a bias). Attention is scaledDotProductAttention; the projections the package's
 // Linear. No DOM.
-import { linearOf, tensorOf } from './decoder.js';
+import { layerNormOf, linearOf, tensorOf } from './weights.js';
 import { activate, addInto, embed, floats, headRows, layerNorm, mergeHeads, splitHeads } from './ops.js';
 
 export class BertModel {
@@ -24,7 +24,7 @@ export class BertModel {
     this.types = tensorOf(tensors, `${e}token_type_embeddings.weight`);
     this.vocabSize = this.words.shape[0];
     this.maxPositions = this.positions.shape[0];
-    const norm = (name) => ({ w: floats(tensorOf(tensors, `${name}.weight`)), b: floats(tensorOf(tensors, `${name}.bias`)) });
+    const norm = (name) => layerNormOf(tensors, name);
     this.embeddingNorm = norm(`${e}LayerNorm`);
     const owned = [];
     const linear = (name) => {

@@ -4,6 +4,7 @@
 // LlamaForCausalLM and its kin). Attention is the package's GroupedQueryAttention configured by
 // fromConfig, the projections its Linear. No DOM.
 import { activate, addInto, embed, floats, headRows, rmsNorm } from './ops.js';
+import { linearOf, tensorOf } from './weights.js';
 
 // How each family arranges a layer (its modeling_*.py DecoderLayer):
 // - norms 'pre': x += attn(norm(x)); x += mlp(norm(x)) (input_layernorm, post_attention_layernorm);
@@ -23,23 +24,6 @@ const LAYOUTS = {
   olmo2: { norms: 'post' },
 };
 export const DECODER_TYPES = Object.keys(LAYOUTS);
-
-// A tensor of the checkpoint, or an error naming it.
-export function tensorOf(tensors, name) {
-  const tensor = tensors.get(name);
-  if (!tensor) throw new Error(`the weights have no '${name}'`);
-  return tensor;
-}
-
-// A Linear over a checkpoint's weight (and bias), in the weight's own dtype.
-export function linearOf(attn, tensors, name, { bias = false } = {}) {
-  const weight = tensorOf(tensors, `${name}.weight`);
-  const [out, inFeatures] = weight.shape;
-  const linear = new attn.Linear(inFeatures, out, { bias, dtype: weight.dtype === 'f16' ? 'f16' : 'f32' });
-  const sd = { weight };
-  if (bias) sd.bias = { data: floats(tensorOf(tensors, `${name}.bias`)), shape: [out] };
-  return linear.loadStateDict(sd);
-}
 
 // The checkpoint's tensors under `prefix` as float32, for modules that hold f32 weights.
 function floatsUnder(tensors, prefix) {

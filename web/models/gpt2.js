@@ -2,7 +2,7 @@
 // x += attention(LayerNorm(x)) and x += MLP(LayerNorm(x)) with gelu_new, a final LayerNorm and the
 // head tied to the token embedding. Its Conv1D weights are stored [in, out], transposed here once
 // into the package's Linear; attention is scaledDotProductAttention, causal. No DOM.
-import { linearOf, tensorOf } from './decoder.js';
+import { layerNormOf, linearOf, tensorOf } from './weights.js';
 import { activate, addInto, embed, floats, headRows, layerNorm, mergeHeads, splitHeads } from './ops.js';
 
 // A Linear from a Conv1D (weight [in, out], bias [out]): y = x · W + b.
@@ -32,7 +32,7 @@ export class Gpt2Model {
     this.positions = tensorOf(tensors, `${root}wpe.weight`);
     this.vocabSize = this.tokens.shape[0];
     this.maxPositions = this.positions.shape[0];
-    const norm = (name) => ({ w: floats(tensorOf(tensors, `${name}.weight`)), b: floats(tensorOf(tensors, `${name}.bias`)) });
+    const norm = (name) => layerNormOf(tensors, name);
     const owned = [];
     const own = (module) => (owned.push(module), module);
     try {
