@@ -19,13 +19,15 @@ fi
 # soft cap, documents) with the remaining arguments instead; `--decode` runs bench/decode.mjs (a
 # decode step over a KV cache against onnxruntime-web's GroupQueryAttention and the read rate);
 # `--linear` bench/linear.mjs (attn.Linear on a SmolLM2-shaped model's layers against our GEMM rate);
-# `--model` bench/model.mjs (the viewer's forward of a SmolLM2-135M-shaped model).
+# `--model` bench/model.mjs (the viewer's forward of a SmolLM2-135M-shaped model); `--page`
+# bench/page.mjs (the demo page's update at 2048 characters in Chromium, and its long tasks).
 script="$root/bench/attention.mjs"
 case "${1:-}" in
   --sdpa-options) script="$root/bench/sdpa-options.mjs"; shift ;;
   --decode) script="$root/bench/decode.mjs"; shift ;;
   --linear) script="$root/bench/linear.mjs"; shift ;;
   --model) script="$root/bench/model.mjs"; shift ;;
+  --page) script="$root/bench/page.mjs"; shift ;;
 esac
 # Node 20 runs relaxed SIMD (the ours-relaxed rows) only behind this flag; the peers are unaffected.
 exec node --experimental-wasm-relaxed-simd "$script" "$@"

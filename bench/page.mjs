@@ -1,0 +1,271 @@
+// The demo page's first update with its trained character model (the default kind) at 2048
+// characters, in Debian's Chromium through playwright-core (tests/browser/chromium.js: the demo
+// server with COOP/COEP, so 2 threads are cross-origin isolated). A round sets the page's text
+// (2048 characters of a King James verse repeated, a different verse each round so that the worker
+// runs the whole forward: it keeps only the last text's) as a paste does (value, then an 'input'
+// event), and times it until the page publishes the result (document.body.dataset.state goes from
+// 'busy' back to 'ready': web/main.js). Meanwhile a PerformanceObserver registered in the page
+// before the change takes the main thread's long tasks (over 50 ms, Chromium's 'longtask'). On 2
+// threads (the page's default) and on 1 (?threads=1). Beside the rows: the worker's time (the
+// result's workerMs, of which forwardMs the model's forward) and the main thread's handling of the
+// worker's result (its 'message' listeners, timed by an init script: the page is not edited).
+// Goals: the first update within 400 ms; no main-thread task over 50 ms.
+//
+//   node bench/page.mjs [--json FILE] [--rounds 7] [--profile]
+//   (npm run bench -- --page [...] also builds first; BENCH_NO_BUILD=1 skips that)
+//
+// --profile adds, per thread count, one more round under V8's sampling profiler (main thread and
+// compute worker) and prints their time by function (inclusive and self ms): where the time goes.
+import { parseArgs } from 'node:util';
+
+import { openBrowser } from '../tests/browser/chromium.js';
+import { report } from './report.mjs';
+
+const { values: args } = parseArgs({
+  options: { json: { type: 'string' }, rounds: { type: 'string', default: '7' }, profile: { type: 'boolean', default: false } },
+});
+const ROUNDS = Number(args.rounds);
+const CHARACTERS = 2048;
+const GOAL_MS = 400;
+const LONG_TASK_MS = 50;
+
+// King James verses (every character is in the model's vocabulary), each repeated to 2048 characters.
+const VERSES = [
+  'In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness was upon the face of the deep.',
+  'In the beginning was the Word, and the Word was with God, and the Word was God. The same was in the beginning with God.',
+  'The LORD is my shepherd; I shall not want. He maketh me to lie down in green pastures: he leadeth me beside the still waters.',
+];
+const TEXTS = VERSES.map((verse) => `${verse} `.repeat(Math.ceil(CHARACTERS / (verse.length + 1))).slice(0, CHARACTERS));
+
+// Before the page's scripts: times every 'message' listener added to a Worker (main.js's worker
+// is compute.js's; its 'result' handler draws the views), into window.__benchMessages.
+function instrumentWorkers() {
+  window.__benchMessages = [];
+  const add = Worker.prototype.addEventListener;
+  Worker.prototype.addEventListener = function addEventListener(type, listener, options) {
+    if (type !== 'message' || typeof listener !== 'function') return add.call(this, type, listener, options);
+    return add.call(this, type, function timed(event) {
+      const start = performance.now();
+      try {
+        return listener.call(this, event);
+      } finally {
+        window.__benchMessages.push({ type: event.data?.type, start, ms: performance.now() - start });
+      }
+    }, options);
+  };
+}
+
+/**
+ * In the page: sets the text, waits for 'busy' then 'ready' with a newer result, and collects the
+ * long tasks that overlap the update. → { ms, result: { seq, updateMs, workerMs, forwardMs,
+ * workerPhases, grid, shape }, longTasks: [{ start, ms }] (start relative to the change),
+ * messages: the timed 'result' handlers, ready: whether the page went busy and then ready }
+ */
+async function roundInPage({ text, timeoutMs }) {
+  const input = document.querySelector('#controls [data-testid="text"]') ?? document.querySelector('#text');
+  if (!input) throw new Error('no text input: neither #controls [data-testid="text"] nor #text');
+  const resultBlock = document.getElementById('attention-result');
+  const seqBefore = resultBlock.textContent ? JSON.parse(resultBlock.textContent).seq : 0;
+  const longTasks = [];
+  const observer = new PerformanceObserver((list) => longTasks.push(...list.getEntries()));
+  observer.observe({ entryTypes: ['longtask'] });
+  window.__benchMessages.length = 0;
+  const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+  await frame(); // the observer is up, and the round starts on a quiet main thread
+  await new Promise((resolve) => setTimeout(resolve, 50));
+
+  let wentBusy = false;
+  let readyAt = null;
+  const done = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no 'ready' within ${timeoutMs} ms (state ${document.body.dataset.state})`)), timeoutMs);
+    const states = new MutationObserver(() => {
+      const { state } = document.body.dataset;
+      if (state === 'busy') wentBusy = true;
+      if (state === 'error') {
+        clearTimeout(timer);
+        states.disconnect();
+        reject(new Error(`page error: ${document.getElementById('error')?.textContent}`));
+      }
+      if (state === 'ready' && wentBusy) {
+        const seq = resultBlock.textContent ? JSON.parse(resultBlock.textContent).seq : 0;
+        if (seq > seqBefore) {
+          readyAt = performance.now();
+          clearTimeout(timer);
+          states.disconnect();
+          resolve();
+        }
+      }
+    });
+    states.observe(document.body, { attributes: true, attributeFilter: ['data-state'] });
+  });
+  const start = performance.now();
+  input.value = text;
+  input.dispatchEvent(new Event('input', { bubbles: true }));
+  if (document.body.dataset.state === 'busy') wentBusy = true;
+  if (!wentBusy) throw new Error(`setting ${input.id ? `#${input.id}` : 'the text'} did not start an update (state ${document.body.dataset.state})`);
+  await done;
+  // Long-task entries come after their task: wait two frames and a task, then take the rest.
+  await frame();
+  await frame();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  longTasks.push(...observer.takeRecords());
+  observer.disconnect();
+  const result = JSON.parse(resultBlock.textContent);
+  return {
+    input: input.id || input.dataset.testid,
+    ms: readyAt - start,
+    result: {
+      seq: result.seq, updateMs: result.updateMs, workerMs: result.workerMs, forwardMs: result.forwardMs,
+      workerPhases: result.workerPhases, grid: result.grid, shape: result.shape, kind: result.kind,
+      crossOriginIsolated: result.crossOriginIsolated, threads: result.features?.threads,
+    },
+    longTasks: longTasks
+      .filter((entry) => entry.startTime + entry.duration > start && entry.startTime < readyAt)
+      .map((entry) => ({ start: entry.startTime - start, ms: entry.duration })),
+    messages: window.__benchMessages.filter((m) => m.type === 'result').map((m) => ({ start: m.start - start, ms: m.ms })),
+  };
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** A V8 CPU profile as its busiest functions: [{ fn, ms (inclusive), self }] and the busy ms. */
+function summarize(profile, count = 30) {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const name = (node) => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url ? url.slice(url.lastIndexOf('/') + 1) : '';
+    return `${functionName || '(anonymous)'}${file ? ` ${file}:${lineNumber + 1}` : ''}`;
+  };
+  const inclusive = new Map();
+  const self = new Map();
+  let busy = 0;
+  profile.samples.forEach((id, k) => {
+    const dt = (profile.timeDeltas[k + 1] ?? 0) / 1000; // a sample lasts until the next
+    const node = byId.get(id);
+    if (['(idle)', '(program)', '(root)'].includes(node.callFrame.functionName)) return;
+    busy += dt;
+    self.set(name(node), (self.get(name(node)) ?? 0) + dt);
+    const seen = new Set();
+    for (let at = id; at !== undefined; at = parent.get(at)) {
+      const key = name(byId.get(at));
+      if (seen.has(key) || key.startsWith('(root)')) continue;
+      seen.add(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + dt);
+    }
+  });
+  const top = [...inclusive.entries()].sort((a, b) => b[1] - a[1]).slice(0, count).map(([fn, ms]) => ({ fn, ms, self: self.get(fn) ?? 0 }));
+  return { busy, top };
+}
+
+/**
+ * One update under V8's sampling profiler, in the page's main thread and in its compute worker
+ * (reached through CDP's Target.sendMessageToTarget) → { round, main, worker } (see summarize).
+ */
+async function profileRound(page, text) {
+  const cdp = await page.context().newCDPSession(page);
+  let session = null;
+  let nextId = 1;
+  const replies = new Map();
+  cdp.on('Target.attachedToTarget', ({ sessionId, targetInfo }) => {
+    if (targetInfo.type === 'worker' && targetInfo.url.endsWith('/web/worker.js')) session = sessionId;
+  });
+  cdp.on('Target.receivedMessageFromTarget', ({ message }) => {
+    const reply = JSON.parse(message);
+    replies.get(reply.id)?.(reply);
+    replies.delete(reply.id);
+  });
+  const inWorker = (method, params = {}) => new Promise((resolve) => {
+    const id = nextId++;
+    replies.set(id, resolve);
+    cdp.send('Target.sendMessageToTarget', { sessionId: session, message: JSON.stringify({ id, method, params }) });
+  });
+  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
+  for (let k = 0; k < 100 && !session; k++) await new Promise((resolve) => setTimeout(resolve, 20));
+  for (const send of session ? [inWorker, (method, params) => cdp.send(method, params)] : [(method, params) => cdp.send(method, params)]) {
+    await send('Profiler.enable', {});
+    await send('Profiler.setSamplingInterval', { interval: 200 });
+    await send('Profiler.start', {});
+  }
+  const round = await page.evaluate(roundInPage, { text, timeoutMs: 60_000 });
+  const worker = session ? summarize((await inWorker('Profiler.stop')).result.profile) : null;
+  const main = summarize((await cdp.send('Profiler.stop')).profile);
+  await cdp.detach();
+  return { round, main, worker };
+}
+
+function printProfile(threads, { round, main, worker }) {
+  console.log(`\nprofiled round on ${threads} thread(s): ${round.ms.toFixed(0)} ms; worker ${round.result.workerMs.toFixed(0)} ms (forward and pictures ${round.result.forwardMs.toFixed(0)}); ` +
+    `result handler ${round.messages.map((m) => `${m.ms.toFixed(0)} ms at +${m.start.toFixed(0)}`).join(', ')}; ` +
+    `long tasks ${round.longTasks.map((t) => `${t.ms.toFixed(0)} ms at +${t.start.toFixed(0)}`).join(', ') || 'none'}`);
+  for (const [what, summary] of [['main thread', main], ['worker', worker]]) {
+    if (!summary) continue;
+    console.log(`  ${what}, busy ${summary.busy.toFixed(0)} ms:  inclusive ms  self ms  function`);
+    for (const { fn, ms, self } of summary.top) if (ms >= 2) console.log(`  ${''.padStart(what.length + 17)}${ms.toFixed(1).padStart(12)}  ${self.toFixed(1).padStart(7)}  ${fn}`);
+  }
+}
+
+const rows = [];
+const goals = [];
+const notes = [];
+const profiles = [];
+console.log(`attention-wasm bench: the demo page's update, trained character model, ${CHARACTERS} characters, ${ROUNDS} rounds (Chromium)`);
+console.log(`${'impl'.padEnd(12)}  thr  ${'median ms'.padStart(9)}  ${'max ms'.padStart(7)}  ${'worker ms'.padStart(9)}  ${'draw ms'.padStart(7)}  ${'longest task'.padStart(12)}  ${'tasks>50'.padStart(8)}`);
+for (const threads of [2, 1]) {
+  const browser = await openBrowser();
+  try {
+    await browser.page.addInitScript(instrumentWorkers);
+    await browser.page.goto(`${browser.server.url}web/${threads === 1 ? '?threads=1' : ''}`, { waitUntil: 'load' });
+    await browser.page.waitForFunction(() => document.body.dataset.state === 'ready' && document.getElementById('attention-result').textContent !== '', null, { timeout: 60_000 });
+    const kind = await browser.page.evaluate(() => document.getElementById('kind')?.value);
+    if (kind !== 'model') throw new Error(`the page opened kind ${kind}, not the trained model`);
+    // One warm-up round (the first 2048-character forward compiles and grows wasm memory), then the rounds.
+    const rounds = [];
+    for (let k = 0; k <= ROUNDS; k++) {
+      const round = await browser.page.evaluate(roundInPage, { text: TEXTS[k % TEXTS.length], timeoutMs: 60_000 });
+      if (round.result.kind !== 'model' || round.result.shape[2] !== CHARACTERS) throw new Error(`unexpected result: ${JSON.stringify(round.result)}`);
+      if (k > 0) rounds.push(round);
+    }
+    const { result } = rounds[0];
+    if (threads === 2 && !result.crossOriginIsolated) notes.push('2 threads: the page was not cross-origin isolated');
+    notes.push(`${threads} thread(s): text set through #${rounds[0].input}; page's threads ${result.threads}, picture ${result.grid.rows} x ${result.grid.cols} cells at ${result.grid.step} characters a cell`);
+    const times = rounds.map((r) => r.ms);
+    const longest = rounds.map((r) => Math.max(0, ...r.longTasks.map((t) => t.ms)));
+    const counts = rounds.map((r) => r.longTasks.filter((t) => t.ms > LONG_TASK_MS).length);
+    const row = {
+      impl: 'page-update',
+      threads,
+      characters: CHARACTERS,
+      median_ms: median(times),
+      max_ms: Math.max(...times),
+      longest_task_ms: Math.max(...longest),
+      long_tasks: Math.max(...counts), // the most in one update
+      rounds: ROUNDS,
+      worker_median_ms: median(rounds.map((r) => r.result.workerMs)),
+      forward_median_ms: median(rounds.map((r) => r.result.forwardMs)),
+      update_ms_median: median(rounds.map((r) => r.result.updateMs)), // the page's own updateMs (to the drawn picture, before the publish)
+      draw_median_ms: median(rounds.map((r) => r.messages.reduce((sum, m) => sum + m.ms, 0))),
+      per_round_ms: times,
+      per_round_long_tasks_ms: rounds.map((r) => r.longTasks.map((t) => Math.round(t.ms))),
+    };
+    rows.push(row);
+    const longestText = row.longest_task_ms > 0 ? `${row.longest_task_ms.toFixed(0)} ms` : '< 50 ms';
+    console.log(`${row.impl.padEnd(12)}  ${String(threads).padStart(3)}  ${row.median_ms.toFixed(0).padStart(9)}  ${row.max_ms.toFixed(0).padStart(7)}  ${row.worker_median_ms.toFixed(0).padStart(9)}  ${row.draw_median_ms.toFixed(0).padStart(7)}  ${longestText.padStart(12)}  ${String(row.long_tasks).padStart(8)}`);
+    goals.push(`page-update on ${threads} thread(s): first update median ${row.median_ms.toFixed(0)} ms, max ${row.max_ms.toFixed(0)} ms (goal < ${GOAL_MS} ms): ${row.median_ms < GOAL_MS ? 'met' : 'missed'}`);
+    goals.push(`page-update on ${threads} thread(s): longest main-thread task ${longestText}, at most ${row.long_tasks} over ${LONG_TASK_MS} ms in an update (goal: none over ${LONG_TASK_MS} ms): ${row.long_tasks === 0 ? 'met' : 'missed'}`);
+    notes.push(`${threads} thread(s): per round ${times.map((t) => t.toFixed(0)).join(', ')} ms; long tasks ${row.per_round_long_tasks_ms.map((l) => `[${l.join(' ')}]`).join(' ')} ms`);
+    if (args.profile) profiles.push([threads, await profileRound(browser.page, TEXTS[(ROUNDS + 1) % TEXTS.length])]);
+    if (browser.errors.length) notes.push(`${threads} thread(s): page errors: ${browser.errors.join('; ')}`);
+  } finally {
+    await browser.close();
+  }
+}
+for (const [threads, profile] of profiles) printProfile(threads, profile);
+console.log('');
+for (const note of notes) console.log(note);
+await report(goals, rows, args.json);
