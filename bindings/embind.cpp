@@ -234,6 +234,8 @@ void register_structs() {
       .optional<&CacheAttendOptions::window>("window")
       .plain<&CacheAttendOptions::attn_mask>("attnMask");
   using attn::GroupedQueryAttentionConfig, attn::GroupedQueryAttentionOptions, attn::QkNorm, attn::QkNormScope;
+  using attn::WeightDtype;
+  enum_<WeightDtype>("_WeightDtype").value("f32", WeightDtype::f32).value("f16", WeightDtype::f16);
   enum_<QkNormScope>("_QkNormScope")
       .value("none", QkNormScope::none)
       .value("head", QkNormScope::head)
@@ -256,9 +258,9 @@ void register_structs() {
       .optional<&GroupedQueryAttentionConfig::softcap>("softcap")
       .optional<&GroupedQueryAttentionConfig::scale>("scale")
       .plain<&GroupedQueryAttentionConfig::rope_scaling>("ropeScaling")
-      .plain<&GroupedQueryAttentionConfig::qk_norm>("qkNorm");
-  using attn::LinearConfig, attn::LinearWeights, attn::WeightDtype;
-  enum_<WeightDtype>("_WeightDtype").value("f32", WeightDtype::f32).value("f16", WeightDtype::f16);
+      .plain<&GroupedQueryAttentionConfig::qk_norm>("qkNorm")
+      .plain<&GroupedQueryAttentionConfig::dtype>("dtype");
+  using attn::LinearConfig, attn::LinearWeights;
   Struct<LinearConfig>("_LinearConfig")
       .number<&LinearConfig::in_features>("inFeatures")
       .number<&LinearConfig::out_features>("outFeatures")
@@ -319,12 +321,13 @@ val create(const Config& config) {
 void destroy(uintptr_t handle) { delete module_of(handle); }
 void set_training(uintptr_t handle, bool training) { module_of(handle)->set_training(training); }
 
-// names: JS array of strings; pointers: JS array of heap addresses; shapes: one slot per entry.
-val load_state_dict(uintptr_t handle, val names, val pointers, uintptr_t shapes) {
+// names: JS array of strings; pointers: JS array of heap addresses; shapes: one slot per entry;
+// f16: JS array of booleans, true where the entry holds binary16.
+val load_state_dict(uintptr_t handle, val names, val pointers, uintptr_t shapes, val f16) {
   std::vector<attn::NamedTensor> state_dict;
   const int count = names["length"].as<int>();
   for (int i = 0; i < count; ++i)
-    state_dict.push_back({names[i].as<std::string>(), read_tensor(shapes, i, pointers[i].as<uintptr_t>())});
+    state_dict.push_back({names[i].as<std::string>(), read_tensor(shapes, i, pointers[i].as<uintptr_t>()), f16[i].as<bool>()});
   return to_js(module_of(handle)->load_state_dict(state_dict));
 }
 

@@ -86,12 +86,12 @@ function ropeOptions(config, family, type) {
 
 /**
  * [hiddenSize, numHeads, numKeyValueHeads, opts] for layer `opts.layer` of the model `config`
- * describes (the text model's part of a multimodal one).
+ * describes (the text model's part of a multimodal one); `opts.dtype` goes to the constructor.
  */
 export function configArguments(config, opts) {
   if (config === null || typeof config !== 'object' || Array.isArray(config))
     throw new AttentionError('config', "a parsed config.json (JSON.parse of the file's text)", describe(config));
-  opts = checkOptions(opts, ['layer']);
+  opts = checkOptions(opts, ['layer', 'dtype']);
   if (config.text_config && typeof config.text_config === 'object') config = config.text_config;
   const family = FAMILIES[config.model_type];
   if (!family)
@@ -110,6 +110,7 @@ export function configArguments(config, opts) {
   const type = layerType(config, family, layer);
   const { options: rope, partialRotaryFactor } = ropeOptions(config, family, type);
   const options = { headDim, ...rope };
+  if (opts.dtype !== undefined) options.dtype = opts.dtype;
   if (config.max_position_embeddings !== undefined && config.max_position_embeddings !== null)
     options.maxPositionEmbeddings = integer(config, 'max_position_embeddings');
   // Only Phi-3 rotates part of each head; the other families' default RoPE ignores the factor, and

@@ -578,6 +578,11 @@ export interface GroupedQueryAttentionOptions extends RopeSchemeOptions {
   softcap?: number | null;
   /** Default `1/sqrt(headDim)` (Gemma 2: `query_pre_attn_scalar ** -0.5`). */
   scale?: number | null;
+  /**
+   * `'f16'`: the q/k/v/o projection weights held as binary16, as `Linear`'s (half the memory;
+   * arithmetic stays f32). Default `'f32'`. Either dtype loads float32 or binary16 tensors.
+   */
+  dtype?: 'f32' | 'f16';
 }
 
 export interface GroupedQueryAttentionForwardOptions {
@@ -612,7 +617,9 @@ export interface GroupedQueryAttentionForwardOptions {
  * `v_proj.weight [numKeyValueHeads·headDim, hiddenSize]` (or Phi-3's fused `qkv_proj.weight`, their
  * rows in that order), `o_proj.weight [hiddenSize, numHeads·headDim]`, the q/k/v biases with
  * `qkvBias`, `o_proj.bias` with `outputBias`, `q_norm.weight` / `k_norm.weight` with `qkNorm`
- * (`{ prefix: 'model.layers.0.self_attn.' }` reads one layer).
+ * (`{ prefix: 'model.layers.0.self_attn.' }` reads one layer). Any entry may be float32 or
+ * binary16 (`loadSafetensors(…, { dtype: 'f16' })`): the projections are held as `dtype`, the
+ * biases and norms as float32.
  */
 export interface GroupedQueryAttention extends AttentionModule {
   readonly hiddenSize: number;
@@ -630,6 +637,8 @@ export interface GroupedQueryAttention extends AttentionModule {
   readonly ropeScaling: RopeScaling | null;
   readonly maxPositionEmbeddings: number | null;
   readonly qkNorm: Required<QkNorm> | null;
+  readonly dtype: 'f32' | 'f16';
+  loadStateDict(stateDict: StateDict | ReadonlyMap<string, Tensor | HalfTensor> | Readonly<Record<string, Tensor | HalfTensor>>, opts?: LoadStateDictOptions): this;
   /** A `KVCache` shaped for the block (`numKeyValueHeads` heads of `headDim`, window `slidingWindow`). */
   createCache(maxLength: number, opts?: { batch?: number; dtype?: 'f32' | 'f16' }): KVCache;
   /**
@@ -724,14 +733,14 @@ export interface Attention {
   readonly RelativeMultiHeadAttention: new (heads: number, dModel: number, opts?: RelativeMultiHeadAttentionOptions) => RelativeMultiHeadAttention;
   /**
    * `new attn.GroupedQueryAttention(hiddenSize, numHeads, numKeyValueHeads, opts?)`;
-   * numKeyValueHeads divides numHeads. `GroupedQueryAttention.fromConfig(config, { layer })`: the
+   * numKeyValueHeads divides numHeads. `GroupedQueryAttention.fromConfig(config, { layer, dtype })`: the
    * block of layer `layer` (default 0) of the model a parsed Hugging Face `config.json` describes
    * (`model_type` llama, mistral, qwen2, qwen3, gemma2, gemma3_text or gemma3's `text_config`, phi3,
    * olmo2), every field that changes its attention honoured or refused by name.
    */
   readonly GroupedQueryAttention: {
     new (hiddenSize: number, numHeads: number, numKeyValueHeads: number, opts?: GroupedQueryAttentionOptions): GroupedQueryAttention;
-    fromConfig(config: Record<string, unknown>, opts?: { layer?: number }): GroupedQueryAttention;
+    fromConfig(config: Record<string, unknown>, opts?: { layer?: number; dtype?: 'f32' | 'f16' }): GroupedQueryAttention;
   };
   /** `new attn.KVCache({ batch, heads, headDim, valueDim, maxLength, dtype, window })`. */
   readonly KVCache: new (opts: KVCacheOptions) => KVCache;

@@ -67,14 +67,41 @@ function stateDictEntries(stateDict, opts) {
   return { prefix, entries: given.filter(([name]) => name.startsWith(prefix)) };
 }
 
-// A weight for Linear: a float32 tensor, or a binary16 one ({ data: Uint16Array, shape, dtype: 'f16' }).
+// A weight: a float32 tensor, or a binary16 one ({ data: Uint16Array, shape, dtype: 'f16' }, as
+// loadSafetensors(bytes, { dtype: 'f16' }) gives).
 function checkWeight(tensor, argument) {
-  if (tensor?.dtype !== 'f16') return checkTensor(tensor, argument);
-  if (!(tensor.data instanceof Uint16Array)) throw new AttentionError(`${argument}.data`, "a Uint16Array (binary16, dtype 'f16')", describe(tensor.data));
+  const f16 = tensor?.dtype === 'f16';
+  if (!f16 && !(tensor?.data instanceof Uint16Array)) return checkTensor(tensor, argument);
+  if (!f16 || !(tensor.data instanceof Uint16Array))
+    throw new AttentionError(`${argument}.data`, "a Float32Array, or binary16 bits in a Uint16Array with dtype: 'f16'",
+      `${describe(tensor.data)} ${tensor.dtype === undefined ? 'without a dtype' : `with dtype ${describe(tensor.dtype)}`}`);
   checkShape(tensor.shape, argument);
   if (tensor.data.length !== numel(tensor.shape))
     throw new AttentionError(`${argument}.data`, `length ${numel(tensor.shape)} for shape ${shapeString(tensor.shape)}`, `length ${tensor.data.length}`);
   return tensor;
+}
+
+// Loads a state dict's entries under opts.prefix into `module`, each checked by `check`:
+// checkTensor (float32), or checkWeight (binary16 too, which the core widens, or keeps for the
+// weights a module holds as binary16).
+function loadEntries(module, stateDict, opts, check) {
+  const { state: { runtime, handle }, wasm } = live(module, 'loadStateDict');
+  const { prefix, entries } = stateDictEntries(stateDict, opts);
+  entries.forEach(([name, tensor]) => check(tensor, `stateDict['${name}']`));
+  runtime.invoke(
+    entries.map(([name, tensor]) => [tensor.data, `stateDict['${name}']`]),
+    [],
+    (pointers, _, heap) => {
+      const shapes = runtime.writeShapes(
+        entries.map(([name, tensor]) => [tensor.shape, `stateDict['${name}']`, 'the shape PyTorch gives it']),
+        heap.alloc(Math.max(entries.length, 1) * 4 * (1 + runtime.maxRank), 'stateDict shapes'),
+      );
+      const names = entries.map(([name]) => name.slice(prefix.length));
+      const halves = entries.map(([, tensor]) => tensor.data instanceof Uint16Array);
+      return withPrefix(wasm._moduleLoadStateDict(handle, names, pointers, shapes, halves), prefix);
+    },
+  );
+  return module;
 }
 
 // train(mode) and eval(); `method` is the one called, for errors.
@@ -110,22 +137,7 @@ class AttentionModule {
    * `opts.prefix` only the entries whose names start with it are read, as the names that follow it.
    */
   loadStateDict(stateDict, opts) {
-    const { state: { runtime, handle }, wasm } = live(this, 'loadStateDict');
-    const { prefix, entries } = stateDictEntries(stateDict, opts);
-    entries.forEach(([name, tensor]) => checkTensor(tensor, `stateDict['${name}']`));
-    runtime.invoke(
-      entries.map(([name, tensor]) => [tensor.data, `stateDict['${name}']`]),
-      [],
-      (pointers, _, heap) => {
-        const shapes = runtime.writeShapes(
-          entries.map(([name, tensor]) => [tensor.shape, `stateDict['${name}']`, 'the shape PyTorch gives it']),
-          heap.alloc(Math.max(entries.length, 1) * 4 * (1 + runtime.maxRank), 'stateDict shapes'),
-        );
-        const names = entries.map(([name]) => name.slice(prefix.length));
-        return withPrefix(wasm._moduleLoadStateDict(handle, names, pointers, shapes), prefix);
-      },
-    );
-    return this;
+    return loadEntries(this, stateDict, opts, checkTensor);
   }
 
   /**
@@ -205,7 +217,7 @@ function spillFor(module, query, key, needWeights) {
   return packedBytes >= SPILL_ABOVE_BYTES ? new Float32Array(numel(query.shape)) : null;
 }
 
-const GQA_OPTIONS = ['headDim', 'qkvBias', 'outputBias', 'ropeBase', 'ropeInterleaved', 'rotaryDim', 'qkNorm', 'slidingWindow', 'softcap', 'scale'];
+const GQA_OPTIONS = ['dtype', 'headDim', 'qkvBias', 'outputBias', 'ropeBase', 'ropeInterleaved', 'rotaryDim', 'qkNorm', 'slidingWindow', 'softcap', 'scale'];
 
 // qkNorm: { scope: 'head' | 'all', eps = 1e-6, unitOffset = false }, or none.
 function checkQkNorm(value) {
@@ -373,7 +385,8 @@ export function createModuleClasses(runtime, KVCache) {
      * Hugging Face's LlamaAttention / MistralAttention / Qwen2Attention / Qwen3Attention /
      * Gemma2Attention / Gemma3Attention / Phi3Attention / Olmo2Attention block. opts: headDim,
      * qkvBias, outputBias, ropeBase, ropeInterleaved, rotaryDim, ropeScaling, maxPositionEmbeddings,
-     * invFreq, attentionScaling, qkNorm, slidingWindow, softcap, scale.
+     * invFreq, attentionScaling, qkNorm, slidingWindow, softcap, scale, dtype ('f32', or 'f16':
+     * the q/k/v/o projections held as binary16, as Linear's weight).
      */
     constructor(hiddenSize, numHeads, numKeyValueHeads, opts) {
       const wasm = runtime.enter('new GroupedQueryAttention');
@@ -395,6 +408,7 @@ export function createModuleClasses(runtime, KVCache) {
         slidingWindow: optional(opts.slidingWindow, (v) => checkSize(v, 'slidingWindow')),
         softcap: optional(opts.softcap, (v) => checkPositive(v, 'softcap')),
         scale: optional(opts.scale, (v) => checkNumber(v, 'scale', { float32: true })),
+        dtype: checkChoice(opts.dtype, 'dtype', ['f32', 'f16'], 'f32'),
       };
       const qkNorm = checkQkNorm(opts.qkNorm);
       const scheme = checkRopeScheme(opts);
@@ -403,7 +417,7 @@ export function createModuleClasses(runtime, KVCache) {
       let handle;
       runtime.invoke([[scheme.tables, 'ropeScaling']], [], ([tables]) => {
         handle = wasm._gqaCreate({
-          ...config, headDim: headDim ?? 0, ropeScaling: ropeScalingStruct(wasm, scheme, tables),
+          ...config, headDim: headDim ?? 0, dtype: wasm._WeightDtype[config.dtype], ropeScaling: ropeScalingStruct(wasm, scheme, tables),
           qkNorm: { scope: wasm._QkNormScope[qkNorm?.scope ?? 'none'], eps: qkNorm?.eps ?? 1e-6, unitOffset: qkNorm?.unitOffset ?? false },
         });
         return typeof handle === 'number' ? null : handle;
@@ -420,7 +434,7 @@ export function createModuleClasses(runtime, KVCache) {
     /**
      * The attention block of layer `opts.layer` (0) of the model a parsed Hugging Face config.json
      * describes: model_type llama, mistral, qwen2, qwen3, gemma2, gemma3_text (or gemma3's
-     * text_config), phi3 or olmo2.
+     * text_config), phi3 or olmo2; `opts.dtype` as the constructor's.
      */
     static fromConfig(config, opts) {
       runtime.enter('GroupedQueryAttention.fromConfig');
@@ -429,7 +443,8 @@ export function createModuleClasses(runtime, KVCache) {
 
     /**
      * As AttentionModule's, and Phi-3's fused qkv_proj.weight ([q | k | v] rows) in place of
-     * q_proj, k_proj and v_proj.
+     * q_proj, k_proj and v_proj. Any entry may be binary16 (loadSafetensors(bytes, { dtype:
+     * 'f16' })): the projections are held as this.dtype, the biases and norms as floats.
      */
     loadStateDict(stateDict, opts) {
       live(this, 'loadStateDict');
@@ -437,8 +452,8 @@ export function createModuleClasses(runtime, KVCache) {
       const fusedName = `${prefix}qkv_proj.weight`;
       const entries = stateDict instanceof Map ? stateDict : stateDict !== null && typeof stateDict === 'object' ? new Map(Object.entries(stateDict)) : null;
       const fused = entries?.get(fusedName);
-      if (fused === undefined) return super.loadStateDict(stateDict, opts);
-      checkTensor(fused, `stateDict['${fusedName}']`);
+      if (fused === undefined) return loadEntries(this, stateDict, opts, checkWeight);
+      checkWeight(fused, `stateDict['${fusedName}']`);
       const q = this.numHeads * this.headDim, kv = this.numKeyValueHeads * this.headDim, width = this.hiddenSize;
       if (fused.shape.length !== 2 || fused.shape[0] !== q + 2 * kv || fused.shape[1] !== width)
         throw new AttentionError(`stateDict['${fusedName}']`, `[${q + 2 * kv}, ${width}] (the rows of q_proj, k_proj and v_proj)`, shapeString(fused.shape));
@@ -447,9 +462,9 @@ export function createModuleClasses(runtime, KVCache) {
       for (const [name, first, rows] of [['q_proj', 0, q], ['k_proj', q, kv], ['v_proj', q + kv, kv]]) {
         if (split.has(`${prefix}${name}.weight`))
           throw new AttentionError(`stateDict['${prefix}${name}.weight']`, `either qkv_proj.weight or ${name}.weight, not both`, 'both');
-        split.set(`${prefix}${name}.weight`, { data: fused.data.subarray(first * width, (first + rows) * width), shape: [rows, width] });
+        split.set(`${prefix}${name}.weight`, { data: fused.data.subarray(first * width, (first + rows) * width), shape: [rows, width], dtype: fused.dtype });
       }
-      return super.loadStateDict(split, opts);
+      return loadEntries(this, split, opts, checkWeight);
     }
 
     /** A KVCache shaped for this block: numKeyValueHeads heads of headDim, window slidingWindow. */

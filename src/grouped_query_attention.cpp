@@ -37,10 +37,11 @@ void rms_norm(float* x, int64_t size, int64_t width, const float* w, const QkNor
 GroupedQueryAttention::GroupedQueryAttention(const GroupedQueryAttentionConfig& config) : config_(config) {
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim;
-  q_proj_weight_ = parameters_.declare("q_proj.weight", {q_size, c.hidden_size});
-  k_proj_weight_ = parameters_.declare("k_proj.weight", {kv_size, c.hidden_size});
-  v_proj_weight_ = parameters_.declare("v_proj.weight", {kv_size, c.hidden_size});
-  o_proj_weight_ = parameters_.declare("o_proj.weight", {c.hidden_size, q_size});
+  // The projections stay binary16 until packed.
+  q_proj_weight_ = parameters_.declare("q_proj.weight", {q_size, c.hidden_size}, true);
+  k_proj_weight_ = parameters_.declare("k_proj.weight", {kv_size, c.hidden_size}, true);
+  v_proj_weight_ = parameters_.declare("v_proj.weight", {kv_size, c.hidden_size}, true);
+  o_proj_weight_ = parameters_.declare("o_proj.weight", {c.hidden_size, q_size}, true);
   if (c.qkv_bias) {
     q_proj_bias_ = parameters_.declare("q_proj.bias", {q_size});
     k_proj_bias_ = parameters_.declare("k_proj.bias", {kv_size});
@@ -101,10 +102,16 @@ Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
 Status GroupedQueryAttention::prepare() {
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim;
-  Status s = first_failure({q_weight_.pack(parameters_.get(q_proj_weight_), q_size, c.hidden_size),
-                            k_weight_.pack(parameters_.get(k_proj_weight_), kv_size, c.hidden_size),
-                            v_weight_.pack(parameters_.get(v_proj_weight_), kv_size, c.hidden_size),
-                            o_weight_.pack(parameters_.get(o_proj_weight_), c.hidden_size, q_size)});
+  // Each loaded as floats or binary16, each held as config_.dtype.
+  const auto pack = [&](PackedWeight& weight, int index, int64_t out, int64_t in) {
+    const Half* halves = parameters_.halves(index);
+    return weight.pack(halves ? static_cast<const void*>(halves) : parameters_.get(index), halves != nullptr, out, in,
+                       c.dtype);
+  };
+  Status s = first_failure({pack(q_weight_, q_proj_weight_, q_size, c.hidden_size),
+                            pack(k_weight_, k_proj_weight_, kv_size, c.hidden_size),
+                            pack(v_weight_, v_proj_weight_, kv_size, c.hidden_size),
+                            pack(o_weight_, o_proj_weight_, c.hidden_size, q_size)});
   // Forward reads the packed projections only: the loaded copies would double the block's memory.
   if (s.ok())
     for (int index : {q_proj_weight_, k_proj_weight_, v_proj_weight_, o_proj_weight_}) parameters_.release(index);
@@ -201,15 +208,18 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
   // Each projection [N, t, heads, hd], QK-normed, goes to [N, heads, t, hd], the layout of
   // attention's blocks.
   const QkNorm& norm = c.qk_norm;
-  linear(rows, x.data, c.hidden_size, q_weight_, bias(q_proj_bias_), projected.data(), q_size);
+  s = q_weight_.apply(rows, x.data, bias(q_proj_bias_), projected.data());
+  if (!s.ok()) return s;
   if (norm.scope != QkNormScope::none)
     rms_norm(projected.data(), rows * q_size, parameters_.shape(q_norm_weight_)[0], parameters_.get(q_norm_weight_), norm);
   swap_middle(projected.data(), N, t, c.num_heads, hd, q.data());
-  linear(rows, x.data, c.hidden_size, k_weight_, bias(k_proj_bias_), projected.data(), kv_size);
+  s = k_weight_.apply(rows, x.data, bias(k_proj_bias_), projected.data());
+  if (!s.ok()) return s;
   if (norm.scope != QkNormScope::none)
     rms_norm(projected.data(), rows * kv_size, parameters_.shape(k_norm_weight_)[0], parameters_.get(k_norm_weight_), norm);
   swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, k.data());
-  linear(rows, x.data, c.hidden_size, v_weight_, bias(v_proj_bias_), projected.data(), kv_size);
+  s = v_weight_.apply(rows, x.data, bias(v_proj_bias_), projected.data());
+  if (!s.ok()) return s;
   swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, v.data());
 
   // RoPE at the given positions ([t] for every row, or [N, t]), else at generate()'s: each row's
@@ -270,8 +280,7 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
     if (!s.ok()) return s;
   }
   swap_middle(attended, N, c.num_heads, t, hd, q.data());
-  linear(rows, q.data(), q_size, o_weight_, bias(o_proj_bias_), output, c.hidden_size);
-  return Status::success();
+  return o_weight_.apply(rows, q.data(), bias(o_proj_bias_), output);
 }
 
 }  // namespace attn

@@ -38,6 +38,7 @@ struct GroupedQueryAttentionConfig {
   std::optional<float> scale;             // default 1 / sqrt(head_dim)
   RopeScaling rope_scaling;               // its arrays are read by create() only
   QkNorm qk_norm;
+  WeightDtype dtype = WeightDtype::f32;  // how q/k/v/o_proj's weights are held, whatever was loaded
 };
 
 struct GroupedQueryAttentionOptions {

@@ -18,22 +18,36 @@ struct WeightSlice {
   int64_t in, out;
 };
 
+// How a packed weight is held: floats, or binary16 (half the memory; the arithmetic stays f32).
+enum class WeightDtype { f32, f16 };
+
 // A weight [out, in] (PyTorch's layout) packed for gemm_packed: modules pack theirs when they
-// load a state dict, so forward() never repacks.
+// load a state dict, so forward() never repacks. Held as floats, or as binary16: apply() then
+// widens each chunk of outputs once a call and multiplies every row by it.
 class PackedWeight {
  public:
-  Status pack(const float* weight, int64_t out, int64_t in);
+  // `weight` holds floats, or binary16 bits when `f16`; either is held as `dtype`.
+  Status pack(const void* weight, bool f16, int64_t out, int64_t in, WeightDtype dtype);
+  Status pack(const float* weight, int64_t out, int64_t in) { return pack(weight, false, out, in, WeightDtype::f32); }
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
-  // Outputs [first, first + count), first a multiple of the packing's panel width (8): each panel
-  // is stored whole, so a slice starts at its first panel. Multihead attention projects one head
-  // at a time through these.
+  // Of an f32 weight, outputs [first, first + count), first a multiple of the packing's panel
+  // width (8): each panel is stored whole, so a slice starts at its first panel. Multihead
+  // attention projects one head at a time through these.
   WeightSlice slice(int64_t first, int64_t count) const { return {packed_.data() + first * in_, in_, count}; }
   operator WeightSlice() const { return slice(0, out_); }
 
+  // y [rows, out] = x [rows, in] · Wᵀ + bias (bias [out] or null), either dtype, in work items of
+  // up to 256 rows times 64 outputs across the thread pool: short inputs still split across
+  // threads, and an item's rows stay in cache while its panels stream. Fails only out of memory
+  // (the f16 weight's widened chunks).
+  Status apply(int64_t rows, const float* x, const float* bias, float* y) const;
+
  private:
   FloatBuffer packed_;
+  Buffer<Half> halves_;  // the packed layout, in binary16
   int64_t in_ = 0, out_ = 0;
+  bool finite_ = true;  // whether every binary16 weight is finite (the fast widening needs it)
 };
 
 // Rows per work item when linear() splits rows across the thread pool: short inputs still keep
@@ -48,11 +62,8 @@ void linear(int64_t rows, const float* x, int64_t ldx, const WeightSlice& weight
 void linear_rows(int64_t rows, const float* x, int64_t ldx, const WeightSlice& weight, const float* bias, float* y,
                  int64_t ldy);
 
-// torch.nn.Linear: y = x · Wᵀ + b over x [..., in_features], its weight resident in the packed
-// layout as floats or as binary16 (half the memory, f32 arithmetic: each chunk of outputs is
-// widened once a forward, then multiplied by every row).
-enum class WeightDtype { f32, f16 };
-
+// torch.nn.Linear: y = x · Wᵀ + b over x [..., in_features], its weight a PackedWeight of either
+// dtype.
 struct LinearConfig {
   int64_t in_features = 0, out_features = 0;
   bool bias = true;
@@ -87,11 +98,9 @@ class Linear : public Module {
   Status prepare() override { return Status::success(); }
 
   LinearConfig config_;
-  PackedWeight f32_;
-  Buffer<Half> f16_;  // the packed layout, in binary16
+  PackedWeight weight_;
   FloatBuffer bias_;
   bool loaded_ = false;
-  bool finite_ = true;  // whether every binary16 weight is finite (the fast widening needs it)
 };
 
 }  // namespace attn

@@ -9,8 +9,8 @@ namespace {
 std::string entry(const std::string& name) { return "stateDict['" + name + "']"; }
 }  // namespace
 
-int Parameters::declare(std::string name, Shape shape) {
-  entries_.push_back({std::move(name), shape, {}});
+int Parameters::declare(std::string name, Shape shape, bool packed) {
+  entries_.push_back({std::move(name), shape, packed, {}});
   return static_cast<int>(entries_.size()) - 1;
 }
 
@@ -47,16 +47,23 @@ Status Parameters::load(const std::vector<NamedTensor>& state_dict) {
     if (count > 1) return Status::invalid(entry(e.name), "one entry", std::to_string(count) + " entries");
   }
   // Allocate everything before replacing anything, so a failure leaves the old values in place.
-  std::vector<FloatBuffer> fresh(entries_.size());
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    Status s = fresh[i].allocate(entries_[i].shape.numel(), "parameters");
-    if (!s.ok()) return s;
-  }
+  // Every entry is given once (checked above).
+  std::vector<Values> fresh(entries_.size());
   for (const NamedTensor& given : state_dict) {
-    const auto index = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.name == given.name; }) -
-                       entries_.begin();
-    if (given.tensor.shape.numel() > 0)
-      std::memcpy(fresh[index].data(), given.tensor.data, static_cast<size_t>(given.tensor.shape.numel()) * sizeof(float));
+    const size_t i = static_cast<size_t>(
+        std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.name == given.name; }) - entries_.begin());
+    const int64_t n = given.tensor.shape.numel();
+    const bool halves = given.f16 && entries_[i].packed;
+    Status s = halves ? fresh[i].halves.allocate(n, "parameters") : fresh[i].floats.allocate(n, "parameters");
+    if (!s.ok()) return s;
+    const Half* from = reinterpret_cast<const Half*>(given.tensor.data);
+    if (n == 0) continue;
+    if (halves)
+      std::memcpy(fresh[i].halves.data(), from, static_cast<size_t>(n) * sizeof(Half));
+    else if (given.f16)
+      std::transform(from, from + n, fresh[i].floats.data(), from_half);
+    else
+      std::memcpy(fresh[i].floats.data(), given.tensor.data, static_cast<size_t>(n) * sizeof(float));
   }
   for (size_t i = 0; i < entries_.size(); ++i) entries_[i].values = std::move(fresh[i]);
   return Status::success();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "buffer.h"
+#include "half.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -14,29 +15,38 @@ namespace attn {
 struct NamedTensor {
   std::string name;
   TensorView tensor;
+  bool f16 = false;  // tensor.data holds binary16 bits (Half), not floats
 };
 
 class Parameters {
  public:
-  // Declares an entry; returns its index for get(). Declared before any load.
-  int declare(std::string name, Shape shape);
+  // Declares an entry; returns its index for get(). Declared before any load. Binary16 tensors
+  // widen into floats, except those given for a `packed` entry (a weight its module packs, in
+  // whichever dtype it holds it): these stay binary16 until then, in halves() (get() is null).
+  int declare(std::string name, Shape shape, bool packed = false);
 
   // Copies every declared entry from `state_dict`. On error nothing changes.
   Status load(const std::vector<NamedTensor>& state_dict);
 
   // Frees an entry's copy once its module has derived what it needs (its packed weights): get()
   // gives null until the next load.
-  void release(int index) { entries_[index].values = FloatBuffer(); }
+  void release(int index) { entries_[index].values = Values(); }
 
-  const float* get(int index) const { return entries_[index].values.data(); }
-  float* get(int index) { return entries_[index].values.data(); }
+  const float* get(int index) const { return entries_[index].values.floats.data(); }
+  const Half* halves(int index) const { return entries_[index].values.halves.data(); }
+  float* get(int index) { return entries_[index].values.floats.data(); }
   const Shape& shape(int index) const { return entries_[index].shape; }
 
  private:
+  struct Values {
+    FloatBuffer floats;
+    Buffer<Half> halves;
+  };
   struct Entry {
     std::string name;
     Shape shape;
-    FloatBuffer values;
+    bool packed;
+    Values values;
   };
   std::string names() const;
 

@@ -422,6 +422,20 @@ const BAD_CALLS = {
     argument: /k_proj\.weight/,
     message: ['[8, 16]'],
   },
+  'a GroupedQueryAttention weight of binary16 bits without dtype f16': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { dtype: 'f16' }).loadStateDict({
+      'q_proj.weight': f32([16, 16]), 'k_proj.weight': { data: new Uint16Array(128), shape: [8, 16] }, 'v_proj.weight': f32([8, 16]), 'o_proj.weight': f32([16, 16]),
+    }),
+    argument: /^stateDict\['k_proj\.weight'\]\.data$/,
+    message: ["a Float32Array, or binary16 bits in a Uint16Array with dtype: 'f16'", 'got Uint16Array(128) without a dtype'],
+  },
+  'a binary16 GroupedQueryAttention weight of the wrong shape': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { dtype: 'f16' }).loadStateDict({
+      'q_proj.weight': f32([16, 16]), 'k_proj.weight': f32([8, 16]), 'v_proj.weight': { data: new Uint16Array(256), shape: [16, 16], dtype: 'f16' }, 'o_proj.weight': f32([16, 16]),
+    }),
+    argument: /^stateDict\['v_proj\.weight'\]$/,
+    message: ['[8, 16]', 'got [16, 16]'],
+  },
   'a prefix without its trailing dot': {
     call: (attn) => new attn.GroupedQueryAttention(16, 4, 2).loadStateDict(wholeModelNames(), { prefix: 'model.layers.1.self_attn' }),
     argument: /^prefix$/,

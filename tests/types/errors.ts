@@ -127,6 +127,10 @@ new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8 }).length = 0;
 new attn.GroupedQueryAttention(64, 8);
 // @ts-expect-error the cache option is a KVCache
 new attn.GroupedQueryAttention(64, 8, 2).forward(q, { cache: {} });
+// @ts-expect-error a block's projections are held as 'f32' or 'f16'
+new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'bf16' });
+// @ts-expect-error binary16 tensors load into GroupedQueryAttention and Linear only
+new attn.MultiheadAttention(64, 8).loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }));
 // @ts-expect-error loadSafetensors takes the file's bytes, not its name
 attn.loadSafetensors('model.safetensors');
 // @ts-expect-error binary16 tensors hold Uint16Array bits, not floats

@@ -136,6 +136,9 @@ const qwen3: GroupedQueryAttention = attn.GroupedQueryAttention.fromConfig({ mod
 const norm: QkNorm | null = qwen3.qkNorm;
 const scaling: RopeScaling | null = new attn.GroupedQueryAttention(64, 8, 2, { ropeScaling: llama3, qkNorm: { scope: 'all', unitOffset: true } }).ropeScaling;
 qwen3.loadStateDict({ 'qkv_proj.weight': tensor([96, 64]) });
+const halfBlock: GroupedQueryAttention = attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 64, num_attention_heads: 8 }, { layer: 0, dtype: 'f16' });
+halfBlock.loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }), { prefix: 'model.layers.0.self_attn.' });
+const halfDtype: 'f32' | 'f16' = new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'f16' }).dtype;
 const paddedCache: KVCache = qwen3.createCache(16, { batch: 2 });
 const attentionMask: TokenMask = { data: new BigInt64Array(6), shape: [2, 3] };
 qwen3.forward(tensor([2, 3, 64]), { cache: paddedCache, attentionMask });
