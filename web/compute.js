@@ -34,11 +34,6 @@ export function openModel(files) {
   return ask({ type: 'openModel', files: Array.from(files) });
 }
 
-/** Every head of the opened model on `text` → { ok, tokens, attentions } or { ok: false, message }. */
-export function modelAttention(text) {
-  return ask({ type: 'modelAttention', text });
-}
-
 let progressListener = () => {};
 /** Calls `listener({ phase, done, total })` while the worker reads a model folder. */
 export function onModelProgress(listener) {

@@ -1,7 +1,7 @@
 // The controls panel (#controls): reads the form into a request for the worker, shows only the
 // controls that apply to the chosen kind and weight source, and loads a state_dict file.
 import { requestUpdate, sendFile } from './compute.js';
-import { EXAMPLE_TEXT, MAX_TOKENS, MODEL_MAX_TOKENS, lengthen, sentencesOf } from './embeddings.js';
+import { EXAMPLE_TEXT, MAX_TOKENS, MODEL_MAX_TOKENS, VERSE_TEXT, lengthen, sentencesOf } from './embeddings.js';
 import { MAX_GRID } from './grid.js';
 import { maskParts } from './masks.js';
 import { GAIN } from './parameters.js';
@@ -42,6 +42,7 @@ function fitCustom(L) {
 
 export function currentRequest() {
   if (el.kind.value === 'model') return modelRequest();
+  if (el.kind.value === 'opened') return openedRequest();
   let sentences = sentencesOf(el.text.value);
   if (sentences.length === 0) throw new InputError('Type at least one word.');
   if (el.length.value !== 'typed') sentences = lengthen(sentences, Number(el.length.value));
@@ -76,6 +77,16 @@ function modelRequest() {
   const window = characters.length > MAX_GRID ? ui.zoom : null;
   return {
     kind: 'model', sentences: [characters], window, config: null, seed: null, fileId: null, causal: true, padding: false, custom: null, maskKind: 'causal',
+  };
+}
+
+/** The opened model reads the text as its tokenizer splits it (runner.js computeOpened). */
+function openedRequest() {
+  if (!ui.opened) throw new InputError('Open a model folder first.');
+  if (el.text.value.trim() === '') throw new InputError('Type some text.');
+  const causal = ui.opened.modelType !== 'bert';
+  return {
+    kind: 'opened', text: el.text.value, sentences: null, window: null, config: null, seed: null, fileId: null, causal, padding: false, custom: null, maskKind: causal ? 'causal' : 'none',
   };
 }
 
@@ -121,12 +132,14 @@ async function loadFile(file) {
 
 /** Fills the form (the example text; ?kind= picks the kind) and follows its changes. */
 export function bindControls(params) {
-  el.text.value = EXAMPLE_TEXT;
   $('#max-tokens').textContent = String(MAX_TOKENS);
   $('#model-max-tokens').textContent = String(MODEL_MAX_TOKENS);
   $('#generation-max-tokens').textContent = String(MAX_TOKENS);
   // ?kind=mha (or any other kind's value) opens that kind: links can point at a view.
-  if ([...el.kind.options].some((option) => option.value === params.get('kind'))) el.kind.value = params.get('kind');
+  if ([...el.kind.options].some((option) => option.value === params.get('kind') && !option.disabled)) el.kind.value = params.get('kind');
+  // The first run: the trained model on a verse written twice, its induction head locked (main.js).
+  ui.guided = el.kind.value === 'model';
+  el.text.value = ui.guided ? VERSE_TEXT : EXAMPLE_TEXT;
   syncControls();
 
   el.form.addEventListener('submit', (event) => event.preventDefault());
@@ -137,6 +150,7 @@ export function bindControls(params) {
   for (const control of [el.text, el.length, el.kind, el.embedDim, el.softcap, el.hiddenSize, el.heads, el.headDim, el.seed, el.mask, el.custom]) {
     const typed = [el.text, el.heads, el.seed, el.softcap].includes(control);
     control.addEventListener(typed ? 'input' : 'change', () => {
+      if (control === el.text || control === el.kind) ui.guided = false;
       syncControls();
       requestUpdate();
     });

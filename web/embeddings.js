@@ -7,6 +7,8 @@
 // PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)).
 
 export const EXAMPLE_TEXT = 'The cat sat on the mat.\nA dog barked!';
+/** The trained model's first text: a verse twice, so that its induction head has a copy to follow. */
+export const VERSE_TEXT = 'In the beginning God created the heaven and the earth.\nIn the beginning God created the heaven and the earth.';
 export const EMBED_DIM = 16;
 /** Tokens per sentence at most; also the relative module's P (it needs n <= P). */
 export const MAX_TOKENS = 512;

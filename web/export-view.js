@@ -6,8 +6,8 @@
 import { MASK_STYLE, colourOf, drawHeatmap } from './heatmap.js';
 import { cellSpan } from './grid.js';
 import { render, shownHead, viewOf } from './heatmap-view.js';
-import { KIND_NAMES, MASK_NAMES, customCells, el, modelHead, showError, ui } from './page.js';
-import { headAverage } from './runner.js';
+import { KIND_NAMES, MASK_NAMES, asText, customCells, el, modelHead, showError, ui } from './page.js';
+import { headAverage } from './checks.js';
 
 /**
  * Draws `title`, then each canvas below the previous one, on a white background, and encodes it.
@@ -66,11 +66,20 @@ function offerDownload(blob, filename, link) {
   link.click();
 }
 
+/** The file's name: the model (or kind), and the head shown by layer and head (or sentence and head). */
 function fileStem() {
   const r = ui.shown;
   const head = shownHead();
+  if (r.model) {
+    const where = modelHead(head, r.model.heads);
+    const model = r.kind === 'opened' ? r.model.name.replaceAll(/[^\w.-]+/g, '_') : 'trained-model';
+    return `attention-${model}-layer${where.layer + 1}-head${where.head + 1}`;
+  }
   return `attention-${r.kind}-s${ui.sentence + 1}-${head === 'avg' ? 'average' : `head${head + 1}`}`;
 }
+
+/** How a picture's cells relate to the tokens: false at one token a cell, else what a cell holds. */
+const pooling = ({ step }) => (step > 1 ? `max-pooled: each cell is the largest weight of ${step} × ${step} tokens` : false);
 
 async function exportPng() {
   if (!ui.shown) return;
@@ -84,9 +93,44 @@ async function exportPng() {
   offerDownload(blob, `${fileStem()}.png`, el.pngLink);
 }
 
+/**
+ * A model's head as JSON: model_type, the tokens as the tokenizer gives them (the trained model's
+ * characters), layer and head (1-based), and the head's rows of weights over the window shown
+ * (every row and key when the text fits one token a cell; else `pooled` says what a cell holds).
+ */
+function modelJson(r) {
+  const head = shownHead();
+  const where = modelHead(head, r.model.heads);
+  const { grid } = r;
+  const size = grid.rows * grid.cols;
+  const plane = r.weights.subarray(head * size, (head + 1) * size);
+  const rows = (array) => Array.from({ length: grid.rows }, (_, i) => Array.from(array.subarray(i * grid.cols, (i + 1) * grid.cols)));
+  return {
+    model_type: r.model.modelType,
+    model: r.model.name,
+    tokens: r.tokens[0],
+    layer: where.layer + 1,
+    head: where.head + 1,
+    weights: rows(plane),
+    masked: rows(r.masked),
+    pooled: pooling(grid),
+    grid,
+    scores: { standard: r.model.scores[head], text: r.model.textScores?.[head] ?? null, standardLength: r.model.standardLength },
+    layers: r.model.layers,
+    heads: r.model.heads,
+    call: r.call,
+    version: ui.features.version,
+    build: ui.build,
+  };
+}
+
 function exportJson() {
   if (!ui.shown) return;
   const r = ui.shown;
+  if (r.model) {
+    offerDownload(new Blob([JSON.stringify(modelJson(r))], { type: 'application/json' }), `${fileStem()}.json`, el.jsonLink);
+    return;
+  }
   const b = ui.sentence;
   const { rows, cols } = r.grid;
   const size = rows * cols;
@@ -110,7 +154,6 @@ function exportJson() {
     customCells: customCells(r.request.custom, r.n),
     fullyMaskedRows: r.fullyMasked.filter(([sentence]) => sentence === b).map(([, i]) => i),
     outputMaxAbs: r.outputMaxAbs ? Array.from(r.outputMaxAbs.subarray(b * r.n, (b + 1) * r.n)) : null,
-    model: r.model ? { layers: r.model.layers, heads: r.model.heads, scores: r.model.scores } : null,
     view: { head, zoom: ui.zoom },
     config: r.request.config,
     seed: r.request.seed,
@@ -144,8 +187,10 @@ export function heatmapSvg(title, view) {
   const left = labelWidth(rowLabels);
   const titleHeight = 24;
   const gridTop = titleHeight + labelWidth(colLabels);
-  const width = left + m * cell + 8;
-  const height = gridTop + n * cell + 44;
+  const legendWidth = Math.min(240, m * cell);
+  // Wide enough for the title (14 px, about 0.6 em a character) and the legend with its label.
+  const width = Math.max(left + m * cell + 8, 16 + Math.ceil(0.6 * 14 * title.length), left + legendWidth + 90);
+  const height = gridTop + n * cell + (view.grid.step > 1 ? 58 : 44);
   const out = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="${SVG_LABEL_FONT}">`,
     '<defs>',
@@ -160,7 +205,8 @@ export function heatmapSvg(title, view) {
       for (let j = 0; j < m; j++) {
         const k = i * m + j;
         const fill = masked[k] ? `url(#hatch-${custom?.[k] ? 'custom' : 'structural'})` : rgb(colourOf(weights[k] / top[i]));
-        out.push(`<rect x="${j * cell}" y="${i * cell}" width="${cell}" height="${cell}" fill="${fill}"><title>${xml(rowLabels[i])} → ${xml(colLabels[j])}: ${weights[k].toFixed(4)}</title></rect>`);
+        const value = masked[k] ? 'masked' : weights[k].toFixed(4);
+        out.push(`<rect x="${j * cell}" y="${i * cell}" width="${cell}" height="${cell}" fill="${fill}"><title>${xml(rowLabels[i])} → ${xml(colLabels[j])}: ${value}</title></rect>`);
       }
     }
   } else {
@@ -189,7 +235,6 @@ export function heatmapSvg(title, view) {
   }
   // The colour scale: 0 to the top of the scale (1, the view's maximum, or each row's).
   const legendTop = gridTop + n * cell + 12;
-  const legendWidth = Math.min(240, m * cell);
   out.push('<defs><linearGradient id="scale">');
   for (let s = 0; s <= 8; s++) out.push(`<stop offset="${s / 8}" stop-color="${rgb(colourOf(s / 8))}"/>`);
   out.push('</linearGradient></defs>');
@@ -199,6 +244,7 @@ export function heatmapSvg(title, view) {
   out.push(`<text x="${left + legendWidth}" y="${legendTop + 24}" text-anchor="end" fill="#1d2330">${scaleTop}</text>`);
   out.push(`<rect x="${left + legendWidth + 16}" y="${legendTop}" width="10" height="10" fill="url(#hatch-structural)"/>`);
   out.push(`<text x="${left + legendWidth + 30}" y="${legendTop + 9}" fill="#1d2330">masked</text>`);
+  if (view.grid.step > 1) out.push(`<text x="${left}" y="${legendTop + 38}" fill="#1d2330">${xml(pooling(view.grid))}</text>`);
   out.push('</svg>');
   return out.join('\n');
 }
@@ -214,12 +260,15 @@ function exportHtml() {
   if (!ui.shown) return;
   const r = ui.shown;
   const title = el.viewTitle.textContent;
+  const score = (x) => (x === null || x === undefined ? '–' : x.toFixed(3));
   const scores = r.model
-    ? `<h2>Head scores</h2><table><tr><th>layer</th><th>head</th><th>induction</th><th>previous token</th></tr>${
+    ? `<h2>Head scores</h2><p>Induction and previous-token scores on ${r.model.standardLength} random tokens repeated, and on the text.</p>` +
+      '<table><tr><th>layer</th><th>head</th><th>induction</th><th>previous token</th><th>induction (text)</th><th>previous token (text)</th></tr>' +
       r.model.scores.map(({ induction, previousToken }, index) => {
         const { layer, head } = modelHead(index, r.model.heads);
-        return `<tr><td>${layer + 1}</td><td>${head + 1}</td><td>${induction.toFixed(3)}</td><td>${previousToken.toFixed(3)}</td></tr>`;
-      }).join('')}</table>`
+        const own = r.model.textScores?.[index];
+        return `<tr><td>${layer + 1}</td><td>${head + 1}</td><td>${score(induction)}</td><td>${score(previousToken)}</td><td>${score(own?.induction)}</td><td>${score(own?.previousToken)}</td></tr>`;
+      }).join('') + '</table>'
     : '';
   const html = `<!doctype html>
 <html lang="en">
@@ -227,7 +276,7 @@ function exportHtml() {
 <style>body{font-family:system-ui,sans-serif;margin:2rem;color:#1d2330}code{background:#eef1f8;padding:2px 4px}table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right}</style></head>
 <body>
 <h1>${xml(title)}</h1>
-<p>Text: <code>${xml(r.tokens[ui.sentence].join(r.kind === 'model' ? '' : ' '))}</code></p>
+<p>Text: <code>${xml(r.model ? r.tokens[0].map(asText).join('') : r.tokens[ui.sentence].join(' '))}</code></p>
 ${heatmapSvg(title, viewOf(shownHead()))}
 <p>Computed by attention-wasm ${xml(ui.features.version)} (${xml(ui.build)} build): <code>${xml(r.call)}</code></p>
 ${scores}

@@ -6,11 +6,12 @@
 import { computeNeuron, requestUpdate } from './compute.js';
 import { PAD } from './embeddings.js';
 import { MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
-import { drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
+import { colourOf, drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
+import { MIN_SPAN } from './models/scores.js';
 import { NeuronView } from './neuron-view.js';
-import { KIND_NAMES, $, el, formatNumber, modelHead, shortLabel, ui } from './page.js';
-import { headAverage } from './runner.js';
+import { KIND_NAMES, $, asText, el, formatNumber, modelHead, shortLabel, ui, visible } from './page.js';
+import { headAverage } from './checks.js';
 
 const ALL_LINES_LIMIT = 4096; // below this many cells the lines view shows every query at once
 
@@ -21,12 +22,20 @@ export function resetViews() {
   ui.viewMask = null;
 }
 
-/** The head shown in the large view: hovered, else locked, else the average (or the only head). */
+/**
+ * The head shown in the large view: hovered, else locked, else the average (or the only head).
+ * A model's heads have no average (what would it mean across layers?): its first head instead.
+ */
 export function shownHead() {
-  const H = ui.shown.H;
+  const { H, model } = ui.shown;
   const head = ui.hoverHead ?? ui.lockedHead;
   if (head !== null) return head;
-  return H > 1 ? 'avg' : 0;
+  return H > 1 && !model ? 'avg' : 0;
+}
+
+/** The head with the largest induction score on the standard sequence (flat index). */
+export function inductionHead({ scores }) {
+  return scores.reduce((best, s, head) => (s.induction > scores[best].induction ? head : best), 0);
 }
 
 /** The window the views show: the zoom, within a result that holds every weight; else the worker's picture. */
@@ -120,60 +129,130 @@ function headName(head, H = ui.shown.H) {
   return H > 1 ? `Head ${head + 1} of ${H}` : 'The only head';
 }
 
-/** A model head's caption: where it sits, and its induction / previous-token scores. */
-function modelCaption(head) {
-  const { heads, scores } = ui.shown.model;
-  const { induction, previousToken } = scores[head];
+const score = (x) => (x === null ? '–' : x.toFixed(2));
+
+/** A model head's title: where it sits, and its scores on the standard sequence and on the text. */
+function modelHeadTitle(head) {
+  const { heads, scores, textScores } = ui.shown.model;
   const where = modelHead(head, heads);
-  return [`L${where.layer + 1} H${where.head + 1}`, `ind ${induction.toFixed(2)} · prev ${previousToken.toFixed(2)}`];
+  const standard = scores[head];
+  const own = textScores?.[head] ?? { induction: null, previousToken: null };
+  return `Layer ${where.layer + 1}, head ${where.head + 1}: induction ${score(standard.induction)} on the repeated random tokens, ` +
+    `${score(own.induction)} on your text; previous token ${score(standard.previousToken)}, ${score(own.previousToken)}`;
+}
+
+/** The strongest induction and previous-token heads, on the standard sequence and on the text. */
+function showScores() {
+  const { model } = ui.shown;
+  if (!model) return;
+  const best = (scores, key) => scores.reduce((top, s, head) => (s[key] !== null && (!top || s[key] > top.value) ? { head, value: s[key] } : top), null);
+  const where = (head) => {
+    const { layer, head: h } = modelHead(head, model.heads);
+    return `L${layer + 1} H${h + 1}`;
+  };
+  const line = (key, what) => {
+    const standard = best(model.scores, key);
+    const own = model.textScores && best(model.textScores, key);
+    const ownText = !model.textScores ? '; zoom out to the whole text to score it'
+      : own ? `; on your text ${where(own.head)} (${own.value.toFixed(2)})` : `; your text repeats no span of ${MIN_SPAN} tokens, so it has none`;
+    return `${what}: ${where(standard.head)} (${standard.value.toFixed(2)} on ${model.standardLength} random tokens repeated)${ownText}.`;
+  };
+  el.modelScores.textContent = `${line('induction', 'Strongest induction head')} ${line('previousToken', 'Strongest previous-token head')}`;
 }
 
 export function buildThumbnails() {
-  const { H } = ui.shown;
+  const { H, model } = ui.shown;
   el.headsGrid.replaceChildren();
+  el.headsGrid.classList.toggle('model-grid', Boolean(model));
   if (H === 1) {
     el.headsGrid.hidden = true;
     return;
   }
   el.headsGrid.hidden = false;
-  el.headsGrid.classList.toggle('many', H > 8);
-  for (const head of ['avg', ...Array.from({ length: H }, (_, h) => h)]) {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.className = 'thumb';
-    button.dataset.head = String(head);
-    button.setAttribute('aria-pressed', 'false');
-    button.setAttribute('aria-label', `${headName(head, H)}: hover to view, click to lock`);
-    const canvas = document.createElement('canvas');
-    canvas.setAttribute('aria-hidden', 'true');
-    const caption = document.createElement('span');
-    if (head === 'avg') {
-      caption.textContent = 'average';
-    } else if (ui.shown.model) {
-      const [where, scores] = modelCaption(head);
-      const scoreLine = document.createElement('small');
-      scoreLine.className = 'scores';
-      scoreLine.textContent = scores;
-      caption.append(where, scoreLine);
-    } else {
-      caption.textContent = `head ${head + 1}`;
+  if (model) {
+    buildModelGrid(model);
+  } else {
+    el.headsGrid.classList.toggle('many', H > 8);
+    for (const head of ['avg', ...Array.from({ length: H }, (_, h) => h)]) {
+      const button = thumbnail(head, `${headName(head, H)}: hover to view, click to lock`);
+      button.dataset.head = String(head);
+      button.querySelector('span').textContent = head === 'avg' ? 'average' : `head ${head + 1}`;
+      el.headsGrid.append(button);
     }
-    button.append(canvas, caption);
-    button.addEventListener('pointerenter', () => setHoverHead(head));
-    button.addEventListener('pointerleave', () => setHoverHead(null));
-    button.addEventListener('click', () => {
-      ui.lockedHead = ui.lockedHead === head ? null : head;
-      syncThumbnailState();
-      render();
-    });
-    el.headsGrid.append(button);
   }
   syncThumbnailState();
 }
 
+/** A thumbnail button for `head` (flat index, or 'avg'): a canvas and a caption, hover and click. */
+function thumbnail(head, label) {
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'thumb';
+  button.dataset.index = String(head);
+  button.setAttribute('aria-pressed', 'false');
+  button.setAttribute('aria-label', label);
+  const canvas = document.createElement('canvas');
+  canvas.setAttribute('aria-hidden', 'true');
+  button.append(canvas, document.createElement('span'));
+  button.addEventListener('pointerenter', () => setHoverHead(head));
+  button.addEventListener('pointerleave', () => setHoverHead(null));
+  button.addEventListener('click', () => {
+    // A model always shows one head: a click locks it (the average's button toggles).
+    ui.lockedHead = ui.lockedHead === head && !ui.shown.model ? null : head;
+    ui.guided = false;
+    syncThumbnailState();
+    render();
+  });
+  return button;
+}
+
+/**
+ * A model's heads as a layers × heads grid (bertviz's model view): a row a layer, the heads' labels
+ * above; each cell (data-layer, data-head, 1-based) captioned with its standard induction score.
+ */
+function buildModelGrid(model) {
+  el.headsGrid.style.setProperty('--heads', model.heads);
+  const label = (text, className) => {
+    const span = document.createElement('span');
+    span.className = className;
+    span.textContent = text;
+    return span;
+  };
+  const cells = [document.createElement('span')];
+  for (let head = 1; head <= model.heads; head++) cells.push(label(`H${head}`, 'grid-label head-label'));
+  for (let layer = 0; layer < model.layers; layer++) {
+    cells.push(label(`L${layer + 1}`, 'grid-label'));
+    for (let head = 0; head < model.heads; head++) {
+      const index = layer * model.heads + head;
+      const button = thumbnail(index, modelHeadTitle(index));
+      button.classList.add('grid-cell');
+      button.dataset.layer = String(layer + 1);
+      button.dataset.head = String(head + 1);
+      button.title = modelHeadTitle(index);
+      const caption = button.querySelector('span');
+      caption.className = 'scores';
+      caption.textContent = score(model.scores[index].induction);
+      cells.push(button);
+    }
+  }
+  el.headsGrid.replaceChildren(...cells);
+}
+
+/** The cells' titles follow the scores on the text, which change with every text. */
+export function updateModelTitles() {
+  if (!ui.shown?.model) return;
+  for (const button of el.headsGrid.querySelectorAll('.grid-cell')) {
+    button.title = modelHeadTitle(Number(button.dataset.index));
+    button.setAttribute('aria-label', button.title);
+  }
+  showScores();
+}
+
+const headOf = (button) => (button.dataset.index === 'avg' ? 'avg' : Number(button.dataset.index));
+
 function syncThumbnailState() {
   for (const button of el.headsGrid.querySelectorAll('.thumb')) {
-    const head = button.dataset.head === 'avg' ? 'avg' : Number(button.dataset.head);
+    const head = headOf(button);
     button.setAttribute('aria-pressed', String(ui.lockedHead === head));
     button.classList.toggle('viewing', shownHead() === head);
   }
@@ -182,8 +261,7 @@ function syncThumbnailState() {
 export function renderThumbnails() {
   if (!ui.shown || ui.shown.H === 1) return;
   for (const button of el.headsGrid.querySelectorAll('.thumb')) {
-    const head = button.dataset.head === 'avg' ? 'avg' : Number(button.dataset.head);
-    const view = viewOf(head);
+    const view = viewOf(headOf(button));
     drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n: view.grid.rows, m: view.grid.cols, top: view.top });
   }
 }
@@ -219,9 +297,8 @@ function describeCell(cell, view) {
     const state = view.masked[k] ? `all masked (${maskReasons(iLast, j).join(', ')})` : `largest weight ${view.weights[k].toFixed(4)}`;
     return `Queries ${i}–${iLast} → keys ${j}–${jLast} (${view.grid.step} × ${view.grid.step} tokens a cell): ${state}`;
   }
-  const reasons = maskReasons(i, j);
-  const state = view.masked[k] ? `masked (${reasons.join(', ')})` : 'not masked';
-  return `Query “${view.rowTokens[i]}” (${i}) → key “${view.colTokens[j]}” (${j}): ` +
+  const state = view.masked[k] ? `masked (${maskReasons(i, j).join(', ')})` : 'not masked';
+  return `Query “${visible(view.rowTokens[i])}” (${i}) → key “${visible(view.colTokens[j])}” (${j}): ` +
     `weight ${view.weights[k].toFixed(4)}, ${state}`;
 }
 
@@ -235,6 +312,51 @@ function neuronSelection(r, head, query) {
   const common = { seq: r.id, tokens, query };
   if (r.model) return { ...common, kind: 'model', text: tokens.join(''), ...modelHead(head, r.model.heads) };
   return { ...common, kind: r.kind, request: r.request, sentence: ui.sentence, head };
+}
+
+/**
+ * A model's text coloured by one query's weights over it (CircuitsVis' coloured tokens): the query
+ * pointed at or locked, else the last; each token's background its weight on the heatmap's scale.
+ * Needs one token a cell: a picture of several tokens a cell holds no single query's row.
+ */
+function drawText(view, query) {
+  const r = ui.shown;
+  if (!r.model) return;
+  const { grid } = view;
+  if (grid.step > 1) {
+    el.textQuery.textContent = `The map shows ${grid.step} × ${grid.step} tokens a cell: zoom in to one token a cell to read a query's weights over the text.`;
+    el.textView.replaceChildren();
+    return;
+  }
+  const row = query ?? grid.rows - 1;
+  const i = grid.row + row;
+  const generatedFrom = r.kind === 'model' && ui.generatedFrom !== null ? ui.generatedFrom : r.n;
+  const spans = view.colTokens.slice(0, r.n).map((token, j) => {
+    const span = document.createElement('span');
+    span.className = 'text-token';
+    span.textContent = asText(token);
+    span.dataset.token = String(j);
+    const k = j - grid.col;
+    if (k < 0 || k >= grid.cols) {
+      span.classList.add('masked');
+      span.title = 'outside the zoomed window';
+    } else if (view.masked[row * grid.cols + k]) {
+      span.classList.add('masked');
+      span.title = 'masked: a later token';
+    } else {
+      const weight = view.weights[row * grid.cols + k];
+      const [red, green, blue] = colourOf(weight / view.top[row]);
+      span.style.background = `rgb(${red}, ${green}, ${blue})`;
+      span.style.color = 0.299 * red + 0.587 * green + 0.114 * blue < 140 ? '#fff' : '#111';
+      span.dataset.weight = weight.toFixed(4);
+      span.title = `weight ${weight.toFixed(4)}`;
+    }
+    if (j === i) span.classList.add('query');
+    if (j >= generatedFrom) span.classList.add('generated');
+    return span;
+  });
+  el.textView.replaceChildren(...spans);
+  el.textQuery.textContent = `What token ${i} (“${visible(view.rowTokens[i])}”) reads in ${headName(view.head).toLowerCase()}: hover or click a row of the heatmap, or click a token.`;
 }
 
 let frame = 0;
@@ -281,13 +403,24 @@ export function render() {
   });
 
   const locked = ui.hoverHead === null && ui.lockedHead !== null ? ' (locked)' : '';
-  el.viewTitle.textContent = `${headName(head)}${locked} · sentence ${ui.sentence + 1} · ${KIND_NAMES[r.kind]}`;
+  const where = r.model ? r.model.name : `sentence ${ui.sentence + 1} · ${KIND_NAMES[r.kind]}`;
+  el.viewTitle.textContent = `${headName(head)}${locked} · ${where}`;
   const output = cell && r.outputMaxAbs && grid.step === 1
     ? ` Output of this query: max |o| = ${formatNumber(r.outputMaxAbs[ui.sentence * r.n + grid.row + cell.row])}.` : '';
   el.readout.textContent = cell ? `${describeCell(cell, view)}.${output}` : 'Hover over a cell, or focus the heatmap and use the arrow keys.';
   // The neuron view keeps the last query pointed at, so that it can be read off the page.
   if (query !== null) ui.neuronQuery = grid.row + query * grid.step;
-  neuronView.follow(head === 'avg' || ui.neuronQuery === null ? null : neuronSelection(r, head, ui.neuronQuery));
+  if (r.kind === 'opened') neuronView.follow(null, 'The neuron view takes the trained model and the other kinds apart; for your model it is not available yet.');
+  else neuronView.follow(head === 'avg' || ui.neuronQuery === null ? null : neuronSelection(r, head, ui.neuronQuery));
+  drawText(view, query);
+  // Follows the locked head, not the hovered one: a line appearing and going above the grid would
+  // move the grid under the pointer.
+  el.guide.hidden = !(ui.guided && r.kind === 'model' && ui.lockedHead === inductionHead(r.model));
+  if (!el.guide.hidden) {
+    el.guide.textContent = `${headName(ui.lockedHead)} is an induction head. The verse is written twice: in the second copy, each ` +
+      'character attends to the character that followed it in the first copy, the bright stripe below the diagonal. ' +
+      'Hover the other heads to compare; type your own text, or open your own model.';
+  }
   if (view.fullyMasked.length) {
     const rows = view.fullyMasked.map((i) => grid.row + i); // tokens (one a cell: the other kinds)
     const names = rows.slice(0, 8).map((i) => `“${view.rowTokens[i]}” (${i})`).join(', ');
@@ -346,6 +479,8 @@ function customAt(cell) {
 function onHeatmapPointerDown(event) {
   const cell = pointerCell(event);
   if (!cell || event.button !== 0) return;
+  // A tap has no hover: it puts the cursor on the cell, so that the readout stays.
+  if (event.pointerType === 'touch') ui.cursor = cell;
   if (el.custom.checked) {
     event.preventDefault();
     el.canvas.setPointerCapture(event.pointerId);
@@ -542,6 +677,15 @@ export function bindHeatmap({ onSentence }) {
     scheduleRender();
   });
   el.lines.addEventListener('keydown', onLinesKey);
+  el.textView.addEventListener('click', (event) => {
+    const token = event.target.closest('.text-token');
+    if (!token || !ui.shown) return;
+    const { grid } = viewOf(shownHead());
+    const row = Number(token.dataset.token) - grid.row;
+    if (row < 0 || row >= grid.rows) return;
+    ui.lockedQuery = row;
+    render();
+  });
 
   // The canvases follow their CSS width; redraw at the new size rather than stretching pixels.
   let lastWidth = 0;

@@ -13,7 +13,7 @@
 //     fullyMasked: [[b, i]], checks, view, features, build, forwardMs, workerMs, updateMs,
 //     requests: { requested, computed }, model: { layers, heads, scores, next, generated,
 //     generating } | null, ... }
-// (weights, masked and outputMaxAbs are null above 65536 weights, to keep long updates fast; the
+// (weights, masked and outputMaxAbs are null above 131072 weights, to keep long updates fast; the
 // checks are computed over every weight computed: all of them, or the model's window's rows). The heatmap's geometry is in its data-grid
 // attribute: { left, top, cell } in CSS px. A JSON data block is never executed, so the CSP
 // (no inline scripts) allows it.
@@ -24,23 +24,24 @@ import { bindExport } from './export-view.js';
 import { bindGeneration, showModel } from './generation-view.js';
 import { bindModelView } from './model-view.js';
 import {
-  bindHeatmap, buildThumbnails, render, renderThumbnails, resetViews, shownHead, syncSentenceChoice,
+  bindHeatmap, buildThumbnails, inductionHead, render, renderThumbnails, resetViews, shownHead, syncSentenceChoice, updateModelTitles,
 } from './heatmap-view.js';
 import { $, customCells, el, setState, showError, ui } from './page.js';
-import { checkResult } from './runner.js';
+import { checkResult } from './checks.js';
 
-const PUBLISH_LIMIT = 65536;
+const PUBLISH_LIMIT = 1 << 17;
 
 function accept(job, result) {
   const shown = { ...result, request: job.request, id: job.id };
-  const headsChanged = !ui.shown || ui.shown.H !== shown.H || ui.shown.kind !== shown.kind;
+  const headsChanged = !ui.shown || ui.shown.H !== shown.H || ui.shown.kind !== shown.kind || ui.shown.model?.name !== shown.model?.name;
   // Cells pointed at are positions on the grid drawn: another grid puts other tokens under them.
   const sameGrid = ui.shown && ['row', 'col', 'step', 'rows', 'cols'].every((key) => ui.shown.grid[key] === shown.grid[key]);
   const sizeChanged = headsChanged || !sameGrid || ui.shown.N !== shown.N;
   ui.shown = shown;
   if (ui.sentence >= shown.N) ui.sentence = 0;
   if (headsChanged) {
-    ui.lockedHead = null;
+    // A model shows one head at a time: on the first run the induction head, else its first.
+    ui.lockedHead = !shown.model ? null : ui.guided && shown.kind === 'model' ? inductionHead(shown.model) : 0;
     ui.hoverHead = null;
     ui.zoom = null;
     buildThumbnails();
@@ -53,6 +54,7 @@ function accept(job, result) {
     ui.neuronQuery = null;
   }
   resetViews();
+  updateModelTitles();
   renderThumbnails();
   render();
   syncSentenceChoice();

@@ -223,23 +223,3 @@ export function matmulTransposed(x, w, rows, inner, outer) {
   }
   return out;
 }
-
-/**
- * Each head's induction and previous-token scores over `ids`, a sequence of random tokens repeated
- * twice (Olsson et al. 2022): the induction score is a query's weight on key i − p + 1 (the token
- * after the earlier occurrence of its own; period p = t/2) averaged over the repeat, the
- * previous-token score its weight on key i − 1 averaged over every query but the first.
- * weights: per layer [heads, t, t]. → per layer, per head { induction, previousToken }.
- */
-export function headScores(weights, heads, t) {
-  const period = t / 2;
-  return weights.map((layer) =>
-    Array.from({ length: heads }, (_, head) => {
-      let induction = 0;
-      for (let i = period; i < t; i++) induction += layer[(head * t + i) * t + i - period + 1];
-      let previousToken = 0;
-      for (let i = 1; i < t; i++) previousToken += layer[(head * t + i) * t + i - 1];
-      return { induction: induction / period, previousToken: previousToken / (t - 1) };
-    }),
-  );
-}

@@ -4,6 +4,7 @@
 // scaled score, the soft-capped score where there is a cap, the masks, the softmax, and each key's
 // weighted value (weight · v), summing to the head's output. It owns the #neuron section; heatmap-view.js tells it what to follow and the
 // worker computes the numbers (neuron.js).
+import { visible } from './page.js';
 
 const MAX_ROWS = 48; // keys listed at most: the heaviest, in position order
 const STRIP_CELL = 3; // CSS px per vector component
@@ -35,7 +36,6 @@ function strip(values, scale, label) {
 
 const maxAbs = (values) => values.reduce((max, x) => Math.max(max, Math.abs(x)), 0);
 const format = (x) => (Math.abs(x) >= 100 ? x.toFixed(1) : x.toFixed(3));
-const visible = (token) => (token === ' ' ? '␣' : token === '\n' ? '↵' : token);
 
 function cell(tag, text, className) {
   const node = document.createElement(tag);
@@ -59,12 +59,12 @@ export class NeuronView {
 
   /**
    * Follows a selection (see heatmap-view.js: { seq, tokens, query, kind, ... }) or null (nothing
-   * to show).
+   * to show, for the reason given).
    */
-  follow(selection) {
+  follow(selection, reason = 'Pick a head (a thumbnail) and a query (hover a heatmap row, or click a query in the lines view).') {
     if (!selection) {
       this.wanted = null;
-      this.title.textContent = 'Pick a head (a thumbnail) and a query (hover a heatmap row, or click a query in the lines view).';
+      this.title.textContent = reason;
       this.body.replaceChildren();
       return;
     }

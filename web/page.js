@@ -62,10 +62,17 @@ export const el = {
   svgLink: $('#svg-link'),
   htmlLink: $('#html-link'),
   jsonLink: $('#json-link'),
+  guide: $('#guide'),
+  modelScores: $('#model-scores'),
+  textQuery: $('#text-query'),
+  textView: $('#text-view'),
+  generated: $('#generated'),
+  openedOption: $('#opened-option'),
 };
 
 export const KIND_NAMES = {
   model: 'GroupedQueryAttention',
+  opened: 'your model',
   sdpa: 'scaledDotProductAttention',
   mha: 'MultiheadAttention',
   additive: 'AdditiveAttention',
@@ -98,8 +105,11 @@ export const ui = {
   layout: null,
   linesLayout: null,
   generating: 0, // characters still to generate
+  generatedFrom: null, // where the last generation's characters start in the text
   neuronQuery: null, // the token of the query the neuron view shows: the last one pointed at
   zoom: null, // { row, col, size } in tokens: the window the views show; null = the whole map
+  opened: null, // { name, modelType, layers, heads, dtype } of the model folder opened
+  guided: true, // the first run: the trained model's induction head locked, a line saying what it shows
 };
 
 export class InputError extends Error {}
@@ -120,8 +130,14 @@ export function showError(error) {
 /** A flat head index of the trained model's [layers · heads] as its (0-based) layer and head. */
 export const modelHead = (index, heads) => ({ layer: Math.floor(index / heads), head: index % heads });
 
-/** A token with spaces and line breaks made visible (the trained model's tokens are characters). */
-export const visible = (token) => (token === ' ' ? '␣' : token === '\n' ? '↵' : token);
+/**
+ * A token with spaces and line breaks made visible: the trained model's characters, and the marks
+ * tokenizers write for them (byte-level BPE's Ġ and Ċ: GPT-2, Llama 3, Qwen; SentencePiece's ▁).
+ */
+export const visible = (token) => token.replace(/[ Ġ▁]/g, '␣').replace(/[\nĊ]/g, '↵');
+
+/** A token as the text it stands for, in running text (WordPiece's ## joins the word before). */
+export const asText = (token) => token.replace(/[Ġ▁]/g, ' ').replaceAll('Ċ', '\n').replace(/^##/, '');
 
 /** Labels on the canvases stay short; the readout shows the whole token. */
 export const shortLabel = (token) => (token.length > 14 ? `${token.slice(0, 13)}…` : visible(token));

@@ -9,7 +9,10 @@
 import { MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
 import { binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
-import { Generation, headScores } from './model.js';
+import { checkRows, noFindings } from './checks.js';
+import { Generation } from './model.js';
+import { openModelFolder } from './models/folder.js';
+import { HeadScorer, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from './models/scores.js';
 import { kindNeuron, modelNeuron } from './neuron.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
 
@@ -57,6 +60,7 @@ export class AttentionRunner {
     this.model = null; // the trained model (setModel), its head scores and a generation under way
     this.modelError = null;
     this.headScores = null;
+    this.opened = null; // the Hugging Face model folder opened (openFolder) and its head scores
     this.generation = null;
     this.lastForward = null; // see modelForward()
   }
@@ -106,7 +110,26 @@ export class AttentionRunner {
     const random = mulberry32(REPEAT_SEED);
     const half = Array.from({ length: REPEAT_PERIOD }, () => REPEAT_ALPHABET[Math.floor(random() * REPEAT_ALPHABET.length)]).join('');
     const ids = model.encode(half + half);
-    this.headScores = headScores(model.forward(ids, { needWeights: true }).weights, model.heads, ids.length).flat();
+    this.headScores = headScores(model.forward(ids, { needWeights: true }).weights, model.heads, repeatTargets(ids.length, REPEAT_PERIOD)).flat();
+  }
+
+  /**
+   * Opens a Hugging Face model folder's files (models/folder.js), disposing the last one first so
+   * that its memory is back before the new one loads, and scores its heads on the standard
+   * sequence: random tokens from the middle of the vocabulary (special tokens sit at its ends),
+   * repeated once, as long as the model's positions allow (up to 2 × 50).
+   * → { name, modelType, layers, heads, dtype, standardLength }
+   */
+  async openFolder(files, onProgress) {
+    this.opened?.folder.dispose();
+    this.opened = null;
+    const folder = await openModelFolder(this.attn, files, { onProgress });
+    const { model } = folder;
+    const length = Math.min(50, Math.floor(model.maxPositions / 2));
+    const ids = repeatedRandomIds(Math.floor(0.1 * model.vocabSize), Math.ceil(0.9 * model.vocabSize), length);
+    const { attentions } = model.forward(ids, { needWeights: true, logits: 'none' });
+    this.opened = { folder, standardScores: headScores(attentions, model.heads, repeatTargets(ids.length, length)).flat(), standardLength: length };
+    return { name: folder.name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype: folder.dtype, standardLength: length };
   }
 
   /**
@@ -144,6 +167,7 @@ export class AttentionRunner {
         text,
         length: ids.length,
         inputs: kept ? attentionInputs.map((rows, layer) => joined(last.inputs[layer], rows)) : attentionInputs,
+        ids,
         keys: caches.map((cache) => cache.keys()),
         values: caches.map((cache) => cache.values()),
         next: logits.subarray(-model.vocab.length),
@@ -164,9 +188,11 @@ export class AttentionRunner {
     return modelNeuron(this.model, this.modelForward(text).inputs[layer], layer, head, query);
   }
 
-  /** See compute(). */
+  /** See compute(), computeModel() and computeOpened(). */
   run(request) {
-    return request.kind === 'model' ? computeModel(this, request) : compute(this, request);
+    if (request.kind === 'model') return computeModel(this, request);
+    if (request.kind === 'opened') return computeOpened(this, request);
+    return compute(this, request);
   }
 }
 
@@ -205,6 +231,7 @@ function computeModel(runner, request) {
   let generated = null;
   let forwardMs;
   let tokens;
+  let textScores;
   if (request.generate) {
     // Generation keeps every row of weights of every head, so it stays at the other kinds' length.
     const length = request.sentences[0].length; // characters (text.length counts UTF-16 units)
@@ -217,13 +244,22 @@ function computeModel(runner, request) {
     pictures = { grid: gridOf(t, t), weights: generation.weights(), checks: null };
     next = generation.next;
     tokens = Array.from(model.decode(generation.ids));
+    const plane = model.heads * t * t;
+    const attentions = Array.from({ length: model.layers }, (_, layer) => pictures.weights.subarray(layer * plane, (layer + 1) * plane));
+    textScores = headScores(attentions, model.heads, inductionTargets(generation.ids)).flat();
   } else {
     const forwardStarted = performance.now();
     const forward = runner.modelForward(text);
-    pictures = modelPictures(model, forward, gridOf(forward.length, forward.length, request.window));
+    const grid = gridOf(forward.length, forward.length, request.window);
+    // The scores on the text need every row: a window of all of them scores them once per text.
+    const scorer = forward.textScores || grid.row > 0 || grid.rowEnd < forward.length
+      ? null : new HeadScorer(model.layers, model.heads, inductionTargets(forward.ids));
+    pictures = modelPictures(model, forward, grid, scorer);
+    if (scorer) forward.textScores = scorer.scores().flat();
     forwardMs = performance.now() - forwardStarted;
     next = forward.next;
     tokens = request.sentences[0];
+    textScores = forward.textScores ?? null;
   }
   const t = tokens.length;
   const H = model.layers * model.heads;
@@ -252,11 +288,79 @@ function computeModel(runner, request) {
     phases: {},
     workerMs: performance.now() - started,
     model: {
+      name: 'the trained model',
+      modelType: model.config.model_type,
       layers: model.layers,
       heads: model.heads,
       scores: runner.headScores,
+      standardLength: REPEAT_PERIOD,
+      textScores,
       next: topPredictions(next, model.vocab, TOP_PREDICTIONS),
       generated,
+    },
+  };
+}
+
+/** The opened model reads at most this many tokens: every weight of every head is sent to the page. */
+export const MAX_OPENED_TOKENS = 512;
+
+/**
+ * The opened Hugging Face model (openFolder) over request.text, tokenized as HF's default encode
+ * does (special tokens included): every layer's heads as [layers · heads, t, t], whole.
+ */
+function computeOpened(runner, request) {
+  if (!runner.opened) throw new Error('No model folder is open.');
+  const started = performance.now();
+  const { folder: { model, tokenizer, name }, standardScores, standardLength } = runner.opened;
+  const { ids, tokens } = tokenizer.encode(request.text);
+  if (ids.length === 0) throw new Error('The text has no tokens.');
+  if (ids.length > MAX_OPENED_TOKENS) throw new Error(`The text is ${ids.length} tokens; the viewer shows at most ${MAX_OPENED_TOKENS}.`);
+  const forwardStarted = performance.now();
+  const { attentions } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none' });
+  const forwardMs = performance.now() - forwardStarted;
+  const t = ids.length;
+  const plane = t * t;
+  const H = model.layers * model.heads;
+  const grid = gridOf(t, t);
+  const masked = model.modelType === 'bert' ? new Uint8Array(plane) : causalCells(grid);
+  const weights = new Float32Array(H * plane);
+  const checks = noFindings();
+  attentions.forEach((layer, l) => {
+    weights.set(layer, l * model.heads * plane);
+    for (let h = 0; h < model.heads; h++) checkRows(layer.subarray(h * plane, (h + 1) * plane), masked, t, t, checks);
+  });
+  return {
+    kind: 'opened',
+    tokens: [tokens],
+    lengths: [t],
+    N: 1,
+    H,
+    n: t,
+    m: t,
+    grid,
+    embedDim: model.width,
+    extraKeys: [],
+    weights,
+    masked,
+    checks,
+    outputMaxAbs: null,
+    fullyMasked: [],
+    weightsShape: [1, H, t, t],
+    outputShape: [1, t, model.width],
+    call: `${name}: model.forward(ids [${t}], { needWeights: true }), every layer's weights [${model.heads}, ${t}, ${t}]`,
+    forwardMs,
+    phases: {},
+    workerMs: performance.now() - started,
+    model: {
+      name,
+      modelType: model.modelType,
+      layers: model.layers,
+      heads: model.heads,
+      scores: standardScores,
+      standardLength,
+      textScores: headScores(attentions, model.heads, inductionTargets(ids)).flat(),
+      next: null,
+      generated: null,
     },
   };
 }
@@ -266,9 +370,10 @@ function computeModel(runner, request) {
  * from a forward (AttentionRunner#modelForward): per layer, the window's query rows
  * (model.queries) attend through a KVCache of the layer's keys and values, truncated to the keys
  * up to each chunk's last row (the rest are hidden by the causal mask). Only the window's rows are
- * computed; the checks cover every one of them. → { grid, weights [layers · heads, rows, cols], checks }
+ * computed; the checks cover every one of them, and `scorer` (a HeadScorer) takes them when given.
+ * → { grid, weights [layers · heads, rows, cols], checks }
  */
-export function modelPictures(model, forward, grid) {
+export function modelPictures(model, forward, grid, scorer = null) {
   const { heads } = model;
   const cells = grid.rows * grid.cols;
   const weights = new Float32Array(model.layers * heads * cells);
@@ -290,6 +395,7 @@ export function modelPictures(model, forward, grid) {
         for (let h = 0; h < heads; h++) {
           const plane = chunk.subarray(h * count * end, (h + 1) * count * end);
           checkRows(plane, masked, count, end, checks);
+          scorer?.add(layer, h, plane, first, count, end);
           const picture = layer * heads + h;
           maxPool(plane, count, end, rowBin, columns, grid.cols, weights.subarray(picture * cells, (picture + 1) * cells));
         }
@@ -469,27 +575,6 @@ function rowMaxAbs(output, N, n, layout) {
   return result;
 }
 
-/** Sentence b's mean over heads of weights [N, H, plane], as [plane]. */
-export function headAverage(weights, b, H, plane) {
-  const average = new Float32Array(plane);
-  const first = b * H * plane;
-  // Four planes a pass, each read in order: a quarter of the loads and stores of `average`.
-  let h = 0;
-  for (; h + 4 <= H; h += 4) {
-    const p0 = first + h * plane;
-    const p1 = p0 + plane;
-    const p2 = p1 + plane;
-    const p3 = p2 + plane;
-    for (let k = 0; k < plane; k++) average[k] += weights[p0 + k] + weights[p1 + k] + weights[p2 + k] + weights[p3 + k];
-  }
-  for (; h < H; h++) {
-    const p = first + h * plane;
-    for (let k = 0; k < plane; k++) average[k] += weights[p + k];
-  }
-  for (let k = 0; k < plane; k++) average[k] /= H;
-  return average;
-}
-
 /** [b, i] of every query row whose keys are all masked. */
 function fullyMaskedRows(masked, N, n, m) {
   const rows = [];
@@ -500,50 +585,4 @@ function fullyMaskedRows(masked, N, n, m) {
     }
   }
   return rows;
-}
-
-/** The checks before any row is read: checkRows raises them. */
-const noFindings = () => ({ maxMaskedWeight: 0, maxRowSumError: 0, maxFullyMaskedOutput: 0, nonFinite: 0 });
-
-/**
- * Checks the rows of one head's weights [rows, m] against their mask [rows, m] (1 = masked),
- * raising `checks`' maxima: the largest masked weight, the largest distance of a row's sum from 1
- * (from 0 when every key is masked), and the rows whose sum is NaN or infinite (nonFinite).
- */
-export function checkRows(weights, masked, rows, m, checks) {
-  for (let i = 0; i < rows; i++) {
-    const row = i * m;
-    let open = 0;
-    let sum = 0;
-    for (let j = row; j < row + m; j++) {
-      const w = weights[j];
-      sum += w;
-      if (masked[j] === 1) {
-        const a = w < 0 ? -w : w;
-        if (a > checks.maxMaskedWeight) checks.maxMaskedWeight = a;
-      } else {
-        open++;
-      }
-    }
-    if (!Number.isFinite(sum)) checks.nonFinite++;
-    const error = Math.abs(sum - (open === 0 ? 0 : 1));
-    if (error > checks.maxRowSumError) checks.maxRowSumError = error;
-  }
-}
-
-/**
- * What the page promises, checked on a result of run() that holds every weight (the model's
- * pictures bring their checks with them): masked weights are 0, other rows sum to 1, fully masked
- * rows have zero weights and a zero output; nonFinite counts rows whose sum is NaN or infinite.
- */
-export function checkResult({ weights, masked, outputMaxAbs, fullyMasked, N, H, n, m }) {
-  const checks = noFindings();
-  const plane = n * m;
-  for (let b = 0; b < N; b++) {
-    for (let h = 0; h < H; h++) {
-      checkRows(weights.subarray((b * H + h) * plane, (b * H + h + 1) * plane), masked.subarray(b * plane, (b + 1) * plane), n, m, checks);
-    }
-  }
-  for (const [b, i] of fullyMasked) checks.maxFullyMaskedOutput = Math.max(checks.maxFullyMaskedOutput, outputMaxAbs[b * n + i]);
-  return checks;
 }

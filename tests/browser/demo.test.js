@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { init } from '../../dist/index.mjs';
-import { EXAMPLE_TEXT, MAX_TOKENS, embed, mulberry32, padBatch, sentencesOf } from '../../web/embeddings.js';
+import { EXAMPLE_TEXT, MAX_TOKENS, VERSE_TEXT, embed, mulberry32, padBatch, sentencesOf } from '../../web/embeddings.js';
 import { relativeParameters } from '../../web/parameters.js';
 import {
   RESULTS_DIR, assertRows, at, browserForFile, cellPoint, nextFrames, openDemo, readResult, update,
@@ -77,13 +77,35 @@ test('the page loads the package in a worker, shows its features and fits 1280 a
   assert.match(await browser.page.textContent('#feature-version'), /^\d+\.\d+\.\d+/);
   assert.match(await browser.page.textContent('#forward-time'), /^\d+\.\d+ ms$/);
 
-  // The default: the trained model over the example's characters, its 2 layers × 4 heads.
-  const characters = Array.from(EXAMPLE_TEXT);
+  // The guided first run: the trained model over a verse written twice, its 2 layers × 4 heads,
+  // the induction head (the best score on the repeated random characters) locked and explained.
+  const characters = Array.from(VERSE_TEXT);
   assert.equal(result.kind, 'model');
   assert.deepEqual(result.tokens, [characters]);
   assert.deepEqual(result.shape, [1, 8, characters.length, characters.length]);
   assert.deepEqual(result.masked, expectedMask(result, 'causal'));
   assertRows(result, 'default view');
+  const { scores } = result.model;
+  const best = scores.reduce((top, s, head) => (s.induction > scores[top].induction ? head : top), 0);
+  assert.deepEqual([Math.floor(best / 4) + 1, (best % 4) + 1], [2, 4], 'the trained model\'s induction head');
+  assert.deepEqual(result.view.head, best);
+  assert.equal(await browser.page.getAttribute('.grid-cell[data-layer="2"][data-head="4"]', 'aria-pressed'), 'true');
+  assert.match(await browser.page.textContent('#guide'), /^Layer 2, head 4 is an induction head\. The verse is written twice/);
+  assert.equal(await browser.page.isVisible('#guide'), true);
+  // Its text scores find the same head: the verse's second copy repeats the first.
+  const ownBest = result.model.textScores.reduce((top, s, head) => (s.induction > result.model.textScores[top].induction ? head : top), 0);
+  assert.equal(ownBest, best);
+  // The stripe: in the second copy, a query's largest weight is on the key after its token's twin.
+  const period = characters.indexOf('\n') + 1;
+  let onStripe = 0;
+  for (let i = period + 2; i < characters.length; i++) {
+    const row = result.weights.slice(at(result, 0, best, i, 0), at(result, 0, best, i, 0) + characters.length);
+    if (row.indexOf(Math.max(...row)) === i - period + 1) onStripe++;
+  }
+  assert.ok(onStripe >= 0.7 * (characters.length - period - 2), `the stripe holds ${onStripe} of the second copy's queries`);
+  // Typing ends the guided run.
+  await update(browser.page, () => browser.page.fill('[data-testid="text"]', 'In the beginning'));
+  assert.equal(await browser.page.isVisible('#guide'), false);
 
   // ?kind= opens another kind: the example's two sentences, a batch of two, multi-head with 4 heads.
   const mha = await openDemo(browser.page, browser.server, '?kind=mha');

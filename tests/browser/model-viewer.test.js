@@ -1,6 +1,7 @@
-// The model viewer in Chromium: each fixture folder of tests/fixtures/models/ opened through the
+// Your own model in Chromium: each fixture folder of tests/fixtures/models/ opened through the
 // page's folder input, its layers × heads grid, a head's JSON export against the float64
-// reference, models opened in turn, and folders the viewer cannot open with their messages.
+// reference, models opened in turn, folders the viewer cannot open with their messages, and the
+// phone layout.
 import assert from 'node:assert/strict';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { TOLERANCE, maxRelativeError } from '../js/helpers.js';
-import { browserForFile, openDemo, STEP_TIMEOUT } from './chromium.js';
+import { browserForFile, cellPoint, openDemo, readResult, STEP_TIMEOUT } from './chromium.js';
 
 const MODELS = fileURLToPath(new URL('../fixtures/models/', import.meta.url));
 const browser = browserForFile();
@@ -18,20 +19,31 @@ async function reference(name) {
   return JSON.parse(await readFile(join(MODELS, name, 'reference.json'), 'utf8'));
 }
 
-/** Opens a folder through the input and waits until the panel is ready (or shows an error). */
+/**
+ * Opens a folder through the input and waits until the folder field is ready (or shows an error)
+ * and, when it opened, until the page shows the model's heads.
+ */
 async function openFolder(page, folder) {
-  // The panel still says 'ready' for the last model until the input's change arrives.
+  // The field still says 'ready' for the last model until the input's change arrives.
   await page.$eval('#model-panel', (panel) => { panel.dataset.state = 'waiting'; });
   await page.setInputFiles('[data-testid="open-model"]', folder);
   await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#model-panel').dataset.state)
     && document.querySelector('#model-status').textContent !== '', null, { timeout: STEP_TIMEOUT });
-  return page.$eval('#model-panel', (panel) => ({ state: panel.dataset.state, status: panel.querySelector('#model-status').textContent }));
+  const opened = await page.$eval('#model-panel', (panel) => ({ state: panel.dataset.state, status: panel.querySelector('#model-status').textContent }));
+  if (opened.state === 'ready') {
+    await page.waitForFunction(() => {
+      const { state } = document.body.dataset;
+      const text = document.getElementById('attention-result').textContent;
+      return state === 'error' || (state === 'ready' && JSON.parse(text).kind === 'opened');
+    }, null, { timeout: STEP_TIMEOUT });
+  }
+  return opened;
 }
 
 /** The JSON the page exports for layer `layer`, head `head` (1-based). */
 async function exportHead(page, layer, head) {
   await page.click(`.grid-cell[data-layer="${layer}"][data-head="${head}"]`);
-  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#model-export')]);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
   return { name: download.suggestedFilename(), json: JSON.parse(await readFile(await download.path(), 'utf8')) };
 }
 
@@ -43,29 +55,38 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     await page.fill('[data-testid="text"]', ref.text);
     const opened = await openFolder(page, join(MODELS, name));
     assert.equal(opened.state, 'ready', `${name}: ${opened.status}`);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', await page.textContent('#error'));
+    assert.equal(await page.inputValue('#kind'), 'opened');
     const [layers, heads, t] = [ref.attentions.shape[0], ref.attentions.shape[1], ref.ids.length];
+    const result = await readResult(page);
+    assert.deepEqual(result.tokens, [ref.tokens]);
+    assert.deepEqual(result.shape, [1, layers * heads, t, t]);
+    assert.equal(result.checks.maxMaskedWeight, 0);
     const cells = await page.$$eval('.grid-cell', (all) => all.map((cell) => [Number(cell.dataset.layer), Number(cell.dataset.head)]));
     assert.equal(cells.length, layers * heads, `${name}: a cell per layer and head`);
     assert.deepEqual(cells.at(-1), [layers, heads]);
     // Each head's induction and previous-token scores, on the standard sequence and on the text.
-    assert.match(await page.textContent('#model-scores'), /Strongest induction head: L\d+ H\d+ \(\d\.\d\d on \d+ random tokens repeated\); on your text L\d+ H\d+/);
-    assert.match(await page.getAttribute('.grid-cell[data-layer="1"][data-head="1"]', 'title'), /^Layer 1, head 1: induction \d\.\d\d on the repeated random tokens, \d\.\d\d on your text; previous token/);
+    assert.match(await page.textContent('#model-scores'),
+      /^Strongest induction head: L\d+ H\d+ \(\d\.\d\d on \d+ random tokens repeated\)(; on your text L\d+ H\d+ \(\d\.\d\d\)|; your text repeats no span of 3 tokens, so it has none)\./);
+    assert.match(await page.getAttribute('.grid-cell[data-layer="1"][data-head="1"]', 'title'),
+      /^Layer 1, head 1: induction \d\.\d\d on the repeated random tokens, (\d\.\d\d|–) on your text; previous token \d\.\d\d, \d\.\d\d$/);
     const { name: file, json } = await exportHead(page, layers, heads);
     // The readout at the pointer names the cell's tokens and weight.
-    const box = await page.locator('#model-head').boundingBox();
-    const [cell, offset] = await page.$eval('#model-head', (c) => [Number(c.dataset.cell), Number(c.dataset.offset)]);
-    await page.mouse.move(box.x + offset + 1.5 * cell, box.y + offset + (t - 0.5) * cell);
-    assert.match(await page.textContent('#model-readout'), new RegExp(`^Query ${t} .* → key 2 .*: ${json.weights[t - 1][1].toFixed(4)}$`));
+    const point = await cellPoint(page, t - 1, 1);
+    await page.mouse.move(point.x, point.y);
+    assert.match(await page.textContent('#readout'), new RegExp(`^Query “.*” \\(${t - 1}\\) → key “.*” \\(1\\): weight ${json.weights[t - 1][1].toFixed(4)}, `));
+    await page.mouse.move(0, 0);
     // The coloured text: the last query's row by default; a click on a token picks its row.
-    const textWeights = () => page.$$eval('#model-text-view .text-token', (spans) => spans.map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))));
+    const textWeights = () => page.$$eval('#text-view .text-token', (spans) => spans.map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))));
     assert.equal((await textWeights()).length, t);
-    await page.click(`#model-text-view .text-token[data-token="2"]`);
+    await page.click(`#text-view .text-token[data-token="2"]`);
     const shown = await textWeights();
     json.weights[2].forEach((w, j) => {
-      if (shown[j] === null) assert.ok(j > 2, `only later tokens are masked (token ${j})`);
+      if (shown[j] === null) assert.ok(name !== 'bert' && j > 2, `only later tokens are masked, and only in causal models (token ${j})`);
       else assert.ok(Math.abs(shown[j] - w) <= 5e-5, `token ${j}: ${shown[j]} vs ${w}`);
     });
-    assert.match(file, new RegExp(`layer${layers}-head${heads}\\.json$`));
+    assert.match(file, new RegExp(`-layer${layers}-head${heads}\\.json$`));
+    assert.equal(json.pooled, false);
     assert.equal(json.model_type, JSON.parse(await readFile(join(MODELS, name, 'config.json'), 'utf8')).model_type);
     assert.deepEqual(json.tokens, ref.tokens);
     assert.deepEqual([json.layer, json.head], [layers, heads]);
@@ -79,6 +100,7 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
 test('a folder the viewer cannot open says which file is missing, and the next one opens', { timeout: 60_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);
+  await page.fill('[data-testid="text"]', 'Hello world');
   const broken = await mkdtemp(join(tmpdir(), 'model-'));
   try {
     await cp(join(MODELS, 'gpt2', 'tokenizer.json'), join(broken, 'tokenizer.json'));
@@ -97,6 +119,7 @@ test('a folder the viewer cannot open says which file is missing, and the next o
 test('opening three models in turn, twice: each replaces the last, and the memory is back', { timeout: 90_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);
+  await page.fill('[data-testid="text"]', 'Hello world');
   const memory = [];
   for (let round = 0; round < 2; round++)
     for (const name of ['gpt2', 'bert', 'llama-gqa']) {
@@ -112,20 +135,34 @@ test('opening three models in turn, twice: each replaces the last, and the memor
   assert.deepEqual(browser.errors, []);
 });
 
-test('on a phone (390 px) the panel fits the screen: the grid and the map scaled down whole', { timeout: 60_000 }, async () => {
+test('on a phone (390 px): the input first, the grid and the map within the screen, a tap shows the readout', { timeout: 60_000 }, async () => {
   const { page, server } = browser;
   await page.setViewportSize({ width: 390, height: 844 });
   try {
     await openDemo(page, server);
+    await page.fill('[data-testid="text"]', 'Hello world, hello world');
     const opened = await openFolder(page, join(MODELS, 'gpt2'));
     assert.equal(opened.state, 'ready', opened.status);
-    const fits = await page.evaluate(() => {
-      const panel = document.querySelector('#model-panel').getBoundingClientRect();
-      const map = document.querySelector('#model-head').getBoundingClientRect();
-      const grid = document.querySelector('#model-grid').getBoundingClientRect();
-      return { panel: panel.right <= 390, map: map.right <= panel.right && Math.abs(map.width - map.height) < 1, grid: grid.right <= panel.right };
+    const layout = await page.evaluate(() => {
+      const box = (selector) => document.querySelector(selector).getBoundingClientRect();
+      return {
+        inputFirst: box('[data-testid="text"]').top < box('#heads').top,
+        map: box('#heatmap').right <= 390,
+        grid: box('#heads').right <= 390,
+        scroll: document.documentElement.scrollWidth <= window.innerWidth,
+      };
     });
-    assert.deepEqual(fits, { panel: true, map: true, grid: true });
+    assert.deepEqual(layout, { inputFirst: true, map: true, grid: true, scroll: true });
+    // A tap (a touch pointer, which has no hover) leaves the cell's readout up.
+    const point = await cellPoint(page, 3, 1);
+    await page.evaluate(({ x, y }) => {
+      const canvas = document.querySelector('#heatmap');
+      for (const type of ['pointerdown', 'pointerup', 'pointerleave']) {
+        canvas.dispatchEvent(new PointerEvent(type, { pointerType: 'touch', clientX: x, clientY: y, button: 0, bubbles: true }));
+      }
+    }, point);
+    await page.waitForFunction(() => document.querySelector('#readout').textContent.startsWith('Query'));
+    assert.match(await page.textContent('#readout'), /^Query “.*” \(3\) → key “.*” \(1\): weight 0\.\d{4}, not masked/);
   } finally {
     await page.setViewportSize({ width: 1280, height: 800 });
   }

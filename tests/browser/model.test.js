@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 
 import { init } from '../../dist/index.mjs';
-import { EXAMPLE_TEXT, lengthen } from '../../web/embeddings.js';
+import { VERSE_TEXT, lengthen } from '../../web/embeddings.js';
 import { CharModel } from '../../web/model.js';
 import { assertRows, at, browserForFile, cellPoint, nextFrames, openDemo, readResult, update } from './chromium.js';
 
@@ -20,31 +20,47 @@ const browser = browserForFile();
 test('the grid: every layer and head, labelled with its induction and previous-token scores', { timeout: 30_000 }, async () => {
   browser.errors.length = 0;
   const result = await openDemo(browser.page, browser.server);
-  const { layers, heads, scores } = result.model;
+  const { layers, heads, scores, textScores } = result.model;
   assert.deepEqual([layers, heads], [2, 4]);
-  assert.equal(await browser.page.locator('.thumb').count(), 1 + layers * heads, 'average + every head');
+  // A true layers × heads grid: a row a layer (its label first), a column a head, no average.
+  assert.equal(await browser.page.locator('.thumb').count(), layers * heads, 'a cell per head');
+  const columns = await browser.page.$eval('#heads', (grid) => getComputedStyle(grid).gridTemplateColumns.split(' ').length);
+  assert.equal(columns, 1 + heads);
+  const order = await browser.page.$$eval('#heads > *', (children) => children.map((c) => c.textContent.trim().slice(0, 2) || '·'));
+  assert.deepEqual(order.slice(0, 1 + heads), ['·', 'H1', 'H2', 'H3', 'H4']);
+  assert.equal(order[1 + heads], 'L1');
+  assert.equal(order[2 * (1 + heads)], 'L2');
   for (let head = 0; head < layers * heads; head++) {
-    const caption = await browser.page.textContent(`.thumb[data-head="${head}"] span`);
-    const { induction, previousToken } = scores[head];
-    const where = `L${Math.floor(head / heads) + 1} H${(head % heads) + 1}`;
-    assert.equal(caption, `${where}ind ${induction.toFixed(2)} · prev ${previousToken.toFixed(2)}`);
+    const [layer, h] = [Math.floor(head / heads) + 1, (head % heads) + 1];
+    const cell = `.grid-cell[data-layer="${layer}"][data-head="${h}"]`;
+    assert.equal(await browser.page.textContent(`${cell} .scores`), scores[head].induction.toFixed(2));
+    const own = textScores[head];
+    assert.equal(await browser.page.getAttribute(cell, 'title'),
+      `Layer ${layer}, head ${h}: induction ${scores[head].induction.toFixed(2)} on the repeated random tokens, ${own.induction.toFixed(2)} on your text; ` +
+      `previous token ${scores[head].previousToken.toFixed(2)}, ${own.previousToken.toFixed(2)}`);
   }
   // The trained model has both kinds of head the scores look for (tests/js/demo-model.test.js
   // checks the scores themselves against PyTorch).
   assert.ok(Math.max(...scores.map((s) => s.induction)) >= 0.4, 'an induction head');
   assert.ok(Math.max(...scores.map((s) => s.previousToken)) >= 0.6, 'a previous-token head');
-  await browser.page.hover('.thumb[data-head="5"]');
-  assert.match(await browser.page.textContent('#view-title'), /^Layer 2, head 2 · sentence 1/);
+  assert.match(await browser.page.textContent('#model-scores'),
+    /^Strongest induction head: L2 H4 \(0\.\d\d on 100 random tokens repeated\); on your text L2 H4 \(0\.\d\d\)\. Strongest previous-token head: L\d H\d/);
+  await browser.page.hover('.grid-cell[data-layer="2"][data-head="2"]');
+  assert.match(await browser.page.textContent('#view-title'), /^Layer 2, head 2 · the trained model$/);
   assert.match(await browser.page.textContent('#model-next'), /^Next character: “.+” \d+ %/);
 
-  // The JSON export carries the model's grid and scores.
-  await browser.page.click('.thumb[data-head="5"]');
+  // The JSON export: the head shown, by layer and head, with the tokens and every row of weights.
+  await browser.page.click('.grid-cell[data-layer="2"][data-head="2"]');
   const [download] = await Promise.all([browser.page.waitForEvent('download'), browser.page.click('#export-json')]);
-  assert.equal(download.suggestedFilename(), 'attention-model-s1-head6.json');
+  assert.equal(download.suggestedFilename(), 'attention-trained-model-layer2-head2.json');
   const exported = JSON.parse(await readFile(await download.path(), 'utf8'));
-  assert.equal(exported.module, 'GroupedQueryAttention');
-  assert.deepEqual(exported.model, { layers, heads, scores });
-  assert.deepEqual(exported.shape, [layers * heads, result.shape[2], result.shape[3]]);
+  assert.equal(exported.model_type, 'llama');
+  assert.deepEqual([exported.layer, exported.head, exported.pooled], [2, 2, false]);
+  assert.deepEqual(exported.tokens, result.tokens[0]);
+  const t = result.shape[2];
+  assert.equal(exported.weights.length, t);
+  exported.weights.forEach((row, i) => assert.deepEqual(row, result.weights.slice(at(result, 0, 5, i, 0), at(result, 0, 5, i, 0) + t)));
+  assert.deepEqual(exported.scores, { standard: scores[5], text: textScores[5], standardLength: 100 });
   assert.deepEqual(browser.errors, []);
 });
 
@@ -53,7 +69,7 @@ test('the neuron view: a head\'s steps for the query under the pointer, ending i
   const result = await openDemo(browser.page, browser.server);
   assert.match(await browser.page.textContent('#neuron-title'), /^Pick a head/);
   const [layer, head, query] = [1, 2, 12];
-  await browser.page.click(`.thumb[data-head="${layer * 4 + head}"]`);
+  await browser.page.click(`.grid-cell[data-layer="${layer + 1}"][data-head="${head + 1}"]`);
   const point = await cellPoint(browser.page, query, 0);
   await browser.page.mouse.move(point.x, point.y);
   await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
@@ -111,24 +127,38 @@ test('export: an SVG with its labels and a self-contained HTML file of the view'
   browser.errors.length = 0;
   await openDemo(browser.page, browser.server);
   const result = await update(browser.page, () => browser.page.fill('#text', 'In the beginning'));
-  await browser.page.click('.thumb[data-head="4"]');
+  await browser.page.click('.grid-cell[data-layer="2"][data-head="1"]');
   const svg = await download('#export-svg');
   const title = await browser.page.textContent('#view-title');
   assert.match(title, /^Layer 2, head 1 \(locked\) · /);
-  assert.equal(svg.name, 'attention-model-s1-head5.svg');
+  assert.equal(svg.name, 'attention-trained-model-layer2-head1.svg');
   assert.match(svg.text, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
   assert.ok(svg.text.includes(`>${title}</text>`), 'the title');
+  // The picture holds its title and legend: measured as Chromium lays the SVG out.
+  const overflow = await browser.page.evaluate((text) => {
+    const holder = document.createElement('div');
+    holder.innerHTML = text;
+    document.body.append(holder);
+    const root = holder.firstElementChild;
+    const box = root.getBoundingClientRect();
+    const outside = [...root.querySelectorAll('text')].map((node) => node.getBoundingClientRect())
+      .filter((r) => r.right > box.right + 0.5 || r.bottom > box.bottom + 0.5 || r.left < box.left - 0.5 || r.top < box.top - 0.5).length;
+    holder.remove();
+    return outside;
+  }, svg.text);
+  assert.equal(overflow, 0, 'no text outside the picture');
   const t = result.shape[2];
   const cells = [...svg.text.matchAll(/<rect x="\d+" y="\d+" width="\d+" height="\d+" fill="[^"]+"><title>([^<]*)<\/title>/g)];
   assert.equal(cells.length, t * t, 'a rect per cell');
   // Each cell's tooltip has its weight: the one the page published for that head.
   const k = 9 * t + 3;
   assert.equal(cells[k][1], `g → t: ${result.weights[(4 * t + 9) * t + 3].toFixed(4)}`, '"In the beginning": query 9 is g, key 3 is t');
+  assert.equal(cells[3 * t + 9][1], 't → g: masked', 'a masked cell says so');
   for (const label of ['I', 'n', '␣', 'b', 'g']) assert.ok(svg.text.includes(`>${label}</text>`), `label ${label}`);
   assert.ok(!svg.text.includes('<image'), 'vector cells at this size');
 
   const html = await download('#export-html');
-  assert.equal(html.name, 'attention-model-s1-head5.html');
+  assert.equal(html.name, 'attention-trained-model-layer2-head1.html');
   assert.match(html.text, /^<!doctype html>/);
   assert.ok(html.text.includes('<svg xmlns'), 'the SVG inline');
   assert.ok(!/<script|\ssrc=|<link|href="https?:/.test(html.text), 'nothing to fetch or run');
@@ -143,14 +173,43 @@ test('export: an SVG with its labels and a self-contained HTML file of the view'
   assert.deepEqual(browser.errors, []);
 });
 
-test('"Repeat this text" doubles the text, and the model reads it as one sequence', { timeout: 20_000 }, async () => {
+test('"Repeat this text" adds a line break and the text again, and stops at the length limit', { timeout: 30_000 }, async () => {
   browser.errors.length = 0;
   await openDemo(browser.page, browser.server);
   await update(browser.page, () => browser.page.fill('#text', 'In the beginning'));
   const repeated = await update(browser.page, () => browser.page.click('#repeat-text'));
-  assert.equal(await browser.page.inputValue('#text'), 'In the beginningIn the beginning');
-  assert.deepEqual(repeated.tokens, [Array.from('In the beginningIn the beginning')]);
+  assert.equal(await browser.page.inputValue('#text'), 'In the beginning\nIn the beginning');
+  assert.deepEqual(repeated.tokens, [Array.from('In the beginning\nIn the beginning')]);
   assertRows(repeated, 'repeated text');
+  // 1500 characters repeated are cut at the model's 2048, and the button stops there.
+  const long = 'And God said, Let there be light: and there was light. '.repeat(28).slice(0, 1500);
+  await update(browser.page, () => browser.page.fill('#text', long), { timeout: 60_000 });
+  const cut = await update(browser.page, () => browser.page.click('#repeat-text'), { timeout: 60_000 });
+  assert.equal(await browser.page.inputValue('#text'), `${long}\n${long}`.slice(0, 2048));
+  assert.equal(cut.shape[2], 2048);
+  assert.equal(await browser.page.isDisabled('#repeat-text'), true);
+  assert.deepEqual(browser.errors, []);
+});
+
+test('typing during generation stops it: the text is what was typed, no character lands after it', { timeout: 30_000 }, async () => {
+  browser.errors.length = 0;
+  await openDemo(browser.page, browser.server);
+  await update(browser.page, () => browser.page.fill('#text', fixture.prompt));
+  await browser.page.click('#generate');
+  // A few characters in, the user types.
+  await browser.page.waitForFunction((prompt) => document.querySelector('#text').value.length >= prompt.length + 3, fixture.prompt);
+  await browser.page.focus('#text');
+  await browser.page.keyboard.press('End');
+  await browser.page.keyboard.type('!');
+  const typed = await browser.page.inputValue('#text');
+  await browser.page.waitForFunction(() => document.body.dataset.state === 'ready');
+  const result = await readResult(browser.page);
+  assert.equal(await browser.page.inputValue('#text'), typed);
+  assert.ok(typed.endsWith('!'));
+  assert.equal(result.model.generating, 0);
+  assert.equal(await browser.page.textContent('#generate'), 'Generate 32 characters');
+  assert.deepEqual(result.tokens, [Array.from(typed)], 'the last result is of the typed text');
+  assert.equal(await browser.page.isVisible('#generated'), false);
   assert.deepEqual(browser.errors, []);
 });
 
@@ -172,6 +231,11 @@ test('Generate: one character a step through the f16 KV caches, as PyTorch decod
   assertRows(result, 'after generation');
   assert.match(await browser.page.textContent('#decode-time'), /^\d+\.\d\d ms \(f16 KV cache, \d+ tokens\)$/);
   assert.equal(await browser.page.textContent('#generate'), 'Generate 32 characters');
+  // What was generated is shown highlighted, and underlined in the coloured text.
+  const generated = fixture.continuation.text.slice(fixture.prompt.length);
+  assert.equal(await browser.page.textContent('#generated mark'), generated);
+  const underlined = await browser.page.$$eval('#text-view .text-token.generated', (spans) => spans.map((s) => s.textContent).join(''));
+  assert.equal(underlined, generated);
   assert.deepEqual(browser.errors, []);
 });
 
@@ -222,7 +286,7 @@ test('2048 characters: pictures of 4 × 4 tokens a cell, zoomed in down to the b
   // At 64 × 64 the weights are published: the block's own, from a full forward in Node.
   const attn = await init();
   const model = new CharModel(attn, JSON.parse(readFileSync(MODEL_CONFIG, 'utf8')), attn.loadSafetensors(readFileSync(MODEL_WEIGHTS)));
-  const [characters] = lengthen([Array.from(EXAMPLE_TEXT)], 2048, 2048);
+  const [characters] = lengthen([Array.from(VERSE_TEXT)], 2048, 2048);
   assert.deepEqual(whole.tokens, [characters]);
   const { weights } = model.forward(model.encode(characters.join('')), { needWeights: true });
   let maxError = 0;

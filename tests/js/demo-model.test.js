@@ -9,7 +9,8 @@ import { after, before, test } from 'node:test';
 import { init } from 'attention-wasm';
 
 import { gridOf } from '../../web/grid.js';
-import { CharModel, Generation, headScores } from '../../web/model.js';
+import { CharModel, Generation } from '../../web/model.js';
+import { headScores, repeatTargets } from '../../web/models/scores.js';
 import { modelNeuron } from '../../web/neuron.js';
 import { AttentionRunner, modelPictures } from '../../web/runner.js';
 import { TOLERANCE, maxRelativeError } from './helpers.js';
@@ -103,7 +104,7 @@ test('the neuron view\'s steps end in the block\'s own weights for that query', 
 test('head scores on random characters repeated twice: PyTorch\'s, with an induction head and a previous-token head', () => {
   const { ids, scores: want } = fixture.repeated;
   const { weights } = model.forward(Int32Array.from(ids), { needWeights: true });
-  const scores = headScores(weights, model.heads, ids.length);
+  const scores = headScores(weights, model.heads, repeatTargets(ids.length, ids.length / 2));
   scores.forEach((layer, l) => layer.forEach((got, h) => {
     for (const key of ['induction', 'previousToken']) {
       assert.ok(Math.abs(got[key] - want[l][h][key]) <= 1e-5, `layer ${l} head ${h} ${key}: ${got[key]} vs ${want[l][h][key]}`);
