@@ -50,6 +50,28 @@ for (const folder of NAMES) {
   });
 }
 
+test('an f16 checkpoint stays binary16: the attention projections and every Linear, within f16 rounding of the f32 run', async () => {
+  const folder = 'llama-gqa';
+  const files = folderFiles(folder).map((f) => (f.name !== 'config.json' ? f
+    : file(folder, 'config.json', new TextEncoder().encode(JSON.stringify({ ...JSON.parse(readFileSync(new URL(`${folder}/config.json`, ROOT), 'utf8')), torch_dtype: 'float16' })))));
+  const half = await openModelFolder(attn, files);
+  const whole = await openModelFolder(attn, folderFiles(folder));
+  try {
+    assert.equal(half.dtype, 'f16');
+    for (const block of half.model.blocks) {
+      assert.equal(block.attention.dtype, 'f16');
+      for (const linear of [block.gate, block.up, block.down]) assert.equal(linear.dtype, 'f16');
+    }
+    assert.equal(whole.model.blocks[0].attention.dtype, 'f32');
+    const ids = Int32Array.from(reference(folder).ids);
+    const err = maxRelativeError(half.model.forward(ids).logits, whole.model.forward(ids).logits);
+    assert.ok(err > 0 && err < 2e-2, `f16 weights move the logits by ${err}`);
+  } finally {
+    half.dispose();
+    whole.dispose();
+  }
+});
+
 test('shards named by model.safetensors.index.json read as the whole file', async () => {
   const folder = 'llama-gqa';
   const whole = attn.loadSafetensors(readFileSync(new URL(`${folder}/model.safetensors`, ROOT)));

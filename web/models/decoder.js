@@ -25,12 +25,8 @@ const LAYOUTS = {
 };
 export const DECODER_TYPES = Object.keys(LAYOUTS);
 
-// The checkpoint's tensors under `prefix` as float32, for modules that hold f32 weights.
-function floatsUnder(tensors, prefix) {
-  const out = new Map();
-  for (const [name, tensor] of tensors) if (name.startsWith(prefix)) out.set(name, { data: floats(tensor), shape: tensor.shape });
-  return out;
-}
+// The checkpoint's tensors under `prefix`, as they are (binary16 ones stay binary16).
+const tensorsUnder = (tensors, prefix) => new Map([...tensors].filter(([name]) => name.startsWith(prefix)));
 
 export class DecoderModel {
   /** attn: a package instance; config: config.json parsed; tensors: loadSafetensors' map. */
@@ -58,9 +54,10 @@ export class DecoderModel {
     try {
       for (let layer = 0; layer < this.layers; layer++) {
         const prefix = `${root}layers.${layer}.`;
-        const attention = attn.GroupedQueryAttention.fromConfig(config, { layer });
+        // An f16 checkpoint's projections stay binary16 in the attention too (half the memory).
+        const attention = attn.GroupedQueryAttention.fromConfig(config, { layer, dtype: this.embedding.dtype === 'f16' ? 'f16' : 'f32' });
         owned.push(attention);
-        attention.loadStateDict(floatsUnder(tensors, `${prefix}self_attn.`), { prefix: `${prefix}self_attn.` });
+        attention.loadStateDict(tensorsUnder(tensors, `${prefix}self_attn.`), { prefix: `${prefix}self_attn.` });
         const linear = (name) => {
           const module = linearOf(attn, tensors, `${prefix}mlp.${name}`, { bias: config.mlp_bias === true });
           owned.push(module);
