@@ -62,8 +62,11 @@ function instrumentWorkers() {
  * messages: the timed 'result' handlers, ready: whether the page went busy and then ready }
  */
 async function roundInPage({ text, timeoutMs }) {
-  const input = document.querySelector('#controls [data-testid="text"]') ?? document.querySelector('#text');
-  if (!input) throw new Error('no text input: neither #controls [data-testid="text"] nor #text');
+  // The contract's [data-testid="text"]: the one there is, or the controls' one when a second
+  // textarea (the model viewer's, in some versions of the page) has it too; else #text.
+  const marked = document.querySelectorAll('[data-testid="text"]');
+  const input = document.querySelector('#controls [data-testid="text"]') ?? (marked.length === 1 ? marked[0] : null) ?? document.querySelector('#text');
+  if (!input) throw new Error('no text input: neither [data-testid="text"] nor #text');
   const resultBlock = document.getElementById('attention-result');
   const seqBefore = resultBlock.textContent ? JSON.parse(resultBlock.textContent).seq : 0;
   const longTasks = [];
