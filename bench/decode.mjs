@@ -18,7 +18,7 @@
 //   (npm run bench -- --decode [--json FILE] [--quick] also builds first)
 import { parseArgs } from 'node:util';
 import { init } from '../dist/index.mjs';
-import { mulberry32 } from '../web/embeddings.js';
+import { rng } from '../tests/js/random.js';
 import { readBandwidth } from './bandwidth.mjs';
 import { gemmRate } from './gemm-rate.mjs';
 import { report } from './report.mjs';
@@ -108,7 +108,7 @@ const print = (row) => {
 
 // One problem: the context − 1 held positions, the new token's key/value, the query.
 function problem(context) {
-  const random = mulberry32(context);
+  const random = rng(context);
   const past = { k: tensor([1, HKV, context - 1, D], random), v: tensor([1, HKV, context - 1, D], random) };
   const step = { k: tensor([1, HKV, 1, D], random), v: tensor([1, HKV, 1, D], random), q: tensor([1, HQ, 1, D], random) };
   // The whole K/V [1, HKV, context, D] with the new token last, for the v1-style call and the reference.
@@ -161,7 +161,7 @@ function ourRows(attn, p) {
 // directly: its keys' values do not change the time), timed in alternation: plain RoPE, llama3
 // scaling, and batch 4 with rows left-padded by 0, 100, 500 and 1000 positions.
 async function blockRows(attn, context) {
-  const hidden = HQ * D, random = mulberry32(7);
+  const hidden = HQ * D, random = rng(7);
   const stateDict = {};
   for (const [name, shape] of [['q_proj.weight', [hidden, hidden]], ['k_proj.weight', [HKV * D, hidden]], ['v_proj.weight', [HKV * D, hidden]], ['o_proj.weight', [hidden, hidden]]])
     stateDict[name] = tensor(shape, random);

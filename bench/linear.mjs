@@ -8,7 +8,7 @@
 import { parseArgs } from 'node:util';
 
 import { init } from '../dist/index.mjs';
-import { mulberry32 } from '../web/embeddings.js';
+import { rng } from '../tests/js/random.js';
 import { gemmRate } from './gemm-rate.mjs';
 import { report } from './report.mjs';
 import { measureAlternating } from './timing.mjs';
@@ -39,7 +39,7 @@ for (const threads of [1, 2]) {
   rows.push({ impl: 'gemm-rate', threads, gflops: gemm });
   console.log(`${'gemm-rate'.padEnd(12)}  ${''.padEnd(10)}  ${''.padStart(5)}  ${''.padStart(6)}  ${String(threads).padStart(3)}  ${''.padStart(9)}  ${gemm.toFixed(1).padStart(6)}`);
   const attn = await init({ threads });
-  const random = mulberry32(threads);
+  const random = rng(threads);
   const totals = { f32: { ms: 0, flops: 0 }, f16: { ms: 0, flops: 0 } };
   for (const [name, inFeatures, outFeatures, count] of LAYERS) {
     const weight = tensor([outFeatures, inFeatures], random);

@@ -13,7 +13,7 @@
 import { parseArgs } from 'node:util';
 
 import { init } from '../dist/index.mjs';
-import { mulberry32 } from '../web/embeddings.js';
+import { rng } from '../tests/js/random.js';
 import { createModel } from '../web/models/index.js';
 import { gemmRate } from './gemm-rate.mjs';
 import { report } from './report.mjs';
@@ -72,7 +72,7 @@ function instrument(model, clock) {
 
 const rows = [];
 const goals = [];
-const tensors = checkpoint(mulberry32(1));
+const tensors = checkpoint(rng(1));
 const ids = Int32Array.from({ length: tokens }, (_, i) => (i * 7919) % config.vocab_size);
 console.log(`attention-wasm bench: model forward, SmolLM2-135M-shaped (${layers} layers, f16 weights), ${tokens} tokens`);
 console.log(`${'impl'.padEnd(19)}  thr  ${'median ms'.padStart(9)}  ${'Linear GF/s'.padStart(11)}  ${'GEMM GF/s'.padStart(9)}  ${'share'.padStart(6)}`);

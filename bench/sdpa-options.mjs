@@ -14,6 +14,7 @@ import { encodeModel, floats } from './onnx-model.mjs';
 import { maxAbsError } from './problem.mjs';
 import { OrtWorker } from './peers/onnxruntime.mjs';
 import { measureAlternating, timeOnce } from './timing.mjs';
+import { rng } from '../tests/js/random.js';
 
 const D = 64;
 const TOLERANCE = 1e-4;
@@ -24,17 +25,10 @@ const plan = (L) => ({ warmup: 1, warmupMs: quick ? 0 : 1000, minRuns: quick ? 2
 const rows = [];
 let failures = 0;
 
-// Uniform values in [-1, 1) from a fixed-seed generator (mulberry32).
+// Uniform values in [-1, 1) from a fixed-seed generator.
 function tensor(shape, seed) {
-  let a = seed >>> 0;
-  const data = new Float32Array(shape.reduce((x, y) => x * y, 1));
-  for (let i = 0; i < data.length; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    data[i] = ((t ^ (t >>> 14)) >>> 0) / 2 ** 31 - 1;
-  }
-  return { data, shape };
+  const random = rng(seed);
+  return { data: Float32Array.from({ length: shape.reduce((x, y) => x * y, 1) }, () => 2 * random() - 1), shape };
 }
 
 const print = (row) => {

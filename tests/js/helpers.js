@@ -124,8 +124,8 @@ export function bitIdentical(a, b) {
   return x.every((byte, i) => byte === y[i]);
 }
 
-/** A small deterministic PRNG (mulberry32) returning floats in [0, 1): the demo's own, DOM-free. */
-export { mulberry32 as rng } from '../../web/embeddings.js';
+/** Seeded floats in [0, 1) for test data (tests/js/random.js). */
+export { rng } from './random.js';
 
 /** A tensor of the given shape filled with uniform values in [-1, 1) from `random`. */
 export function randomTensor(shape, random) {
