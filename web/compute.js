@@ -2,7 +2,7 @@
 // is computed at a time and only the latest change waits behind it, so dragging a slider or a mask
 // never queues stale work. main.js starts it with the functions that read the controls and take
 // each result.
-import { setState, showError, ui } from './page.js';
+import { setState, showError } from './page.js';
 
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 let nextId = 1;
@@ -12,6 +12,12 @@ export const counts = { requested: 0, computed: 0 }; // published: shows the coa
 const replies = new Map(); // id -> what takes the worker's answer to a 'file' or 'neuron' message
 let readRequest = null; // set by startWorker
 let takeResult = null;
+let onFailure = () => {};
+let ready = false; // the worker's package is up
+let inputProblem = null; // what is wrong with the controls, until they are fixed
+
+/** What is wrong with the controls (an InputError), or null. */
+export const inputError = () => inputProblem;
 
 /** Posts a message with a fresh id and resolves with the worker's reply to it. */
 function ask(message, transfer = []) {
@@ -55,7 +61,7 @@ function send(job) {
  * `generate`, the model adds one character first (through the worker's KV caches).
  */
 export function requestUpdate(generate = false) {
-  if (!ui.features) return;
+  if (!ready) return;
   let request;
   try {
     request = { ...readRequest(), generate };
@@ -63,11 +69,11 @@ export function requestUpdate(generate = false) {
     // Nothing valid to compute: drop the waiting request; a result still in flight is drawn, but
     // the error stays up until the controls are fixed.
     pending = null;
-    ui.inputError = error;
+    inputProblem = error;
     showError(error);
     return;
   }
-  ui.inputError = null;
+  inputProblem = null;
   const job = { id: nextId++, request, requestedAt: performance.now() };
   counts.requested++;
   setState('busy');
@@ -91,13 +97,16 @@ export function isIdle() {
 
 /**
  * Starts the worker's package instance with `threads`: `onReady(message)` runs when it is up,
- * `read()` builds a request from the controls, `accept(job, result)` takes each result.
+ * `read()` builds a request from the controls, `accept(job, result)` takes each result and
+ * `failed()` runs when a request fails.
  */
-export function startWorker({ threads, onReady, read, accept }) {
+export function startWorker({ threads, onReady, read, accept, failed }) {
   readRequest = read;
   takeResult = accept;
+  onFailure = failed;
   worker.addEventListener('message', ({ data: message }) => {
     if (message.type === 'ready') {
+      ready = true;
       onReady(message);
       requestUpdate();
     } else if (message.type === 'fatal') {
@@ -113,7 +122,7 @@ export function startWorker({ threads, onReady, read, accept }) {
       afterJob();
       if (!job || job.id !== message.id) return;
       if (message.type === 'error') {
-        ui.generating = 0;
+        onFailure();
         if (!inFlight) showError(new Error(message.message));
         return;
       }

@@ -3,11 +3,23 @@
 // the view (the SVG, the call and the model's head scores, nothing fetched), and a JSON document of
 // the weights and the mask. Downloads go through a visible link whose href is an object URL
 // (blob:), so the file can be fetched again from the page.
-import { MASK_STYLE, colourOf, drawHeatmap } from './heatmap.js';
-import { cellSpan } from './grid.js';
-import { render, shownHead, viewOf } from './heatmap-view.js';
-import { KIND_NAMES, MASK_NAMES, asText, customCells, el, modelHead, showError, ui } from './page.js';
 import { headAverage } from './checks.js';
+import { engineInfo } from './engine-view.js';
+import { cellSpan } from './grid.js';
+import { MASK_STYLE, colourOf } from './heatmap.js';
+import { exportedView, plainCanvases, render } from './heatmap-view.js';
+import { KIND_NAMES, MASK_NAMES, $, asText, customCells, modelHead, showError } from './page.js';
+
+const dom = {
+  exportPng: $('#export-png'),
+  exportSvg: $('#export-svg'),
+  exportHtml: $('#export-html'),
+  exportJson: $('#export-json'),
+  pngLink: $('#png-link'),
+  svgLink: $('#svg-link'),
+  htmlLink: $('#html-link'),
+  jsonLink: $('#json-link'),
+};
 
 /**
  * Draws `title`, then each canvas below the previous one, on a white background, and encodes it.
@@ -67,30 +79,25 @@ function offerDownload(blob, filename, link) {
 }
 
 /** The file's name: the model (or kind), and the head shown by layer and head (or sentence and head). */
-function fileStem() {
-  const r = ui.shown;
-  const head = shownHead();
+function fileStem({ result: r, head, sentence }) {
   if (r.model) {
     const where = modelHead(head, r.model.heads);
     const model = r.kind === 'opened' ? r.model.name.replaceAll(/[^\w.-]+/g, '_') : 'trained-model';
     return `attention-${model}-layer${where.layer + 1}-head${where.head + 1}`;
   }
-  return `attention-${r.kind}-s${ui.sentence + 1}-${head === 'avg' ? 'average' : `head${head + 1}`}`;
+  return `attention-${r.kind}-s${sentence + 1}-${head === 'avg' ? 'average' : `head${head + 1}`}`;
 }
 
 /** How a picture's cells relate to the tokens: false at one token a cell, else what a cell holds. */
 const pooling = ({ step }) => (step > 1 ? `max-pooled: each cell is the largest weight of ${step} × ${step} tokens` : false);
 
-async function exportPng() {
-  if (!ui.shown) return;
-  const view = viewOf(shownHead());
-  // The picture without the hover highlight.
-  drawHeatmap(el.canvas, view, {});
-  const { maskKind, custom } = ui.shown.request;
+async function exportPng(shown) {
+  const { maskKind, custom } = shown.result.request;
   const masks = `${MASK_NAMES[maskKind]}${custom ? ' + custom cells' : ''}`;
-  const blob = await composePng(`${el.viewTitle.textContent} · ${masks}`, [el.canvas, el.legend]);
+  // The picture without the pointer's highlight.
+  const blob = await composePng(`${shown.title} · ${masks}`, plainCanvases());
   render();
-  offerDownload(blob, `${fileStem()}.png`, el.pngLink);
+  offerDownload(blob, `${fileStem(shown)}.png`, dom.pngLink);
 }
 
 /**
@@ -98,8 +105,7 @@ async function exportPng() {
  * characters), layer and head (1-based), and the head's rows of weights over the window shown
  * (every row and key when the text fits one token a cell; else `pooled` says what a cell holds).
  */
-function modelJson(r) {
-  const head = shownHead();
+function modelJson({ result: r, head }) {
   const where = modelHead(head, r.model.heads);
   const { grid } = r;
   const size = grid.rows * grid.cols;
@@ -119,22 +125,19 @@ function modelJson(r) {
     layers: r.model.layers,
     heads: r.model.heads,
     call: r.call,
-    version: ui.features.version,
-    build: ui.build,
+    version: engineInfo().features.version,
+    build: engineInfo().build,
   };
 }
 
-function exportJson() {
-  if (!ui.shown) return;
-  const r = ui.shown;
+function exportJson(shown) {
+  const { result: r, head, sentence: b, zoom } = shown;
   if (r.model) {
-    offerDownload(new Blob([JSON.stringify(modelJson(r))], { type: 'application/json' }), `${fileStem()}.json`, el.jsonLink);
+    offerDownload(new Blob([JSON.stringify(modelJson(shown))], { type: 'application/json' }), `${fileStem(shown)}.json`, dom.jsonLink);
     return;
   }
-  const b = ui.sentence;
   const { rows, cols } = r.grid;
   const size = rows * cols;
-  const head = shownHead();
   // Everything as the result holds it (the zoom is only named): weights, average and mask alike.
   const document_ = {
     kind: r.kind,
@@ -154,16 +157,16 @@ function exportJson() {
     customCells: customCells(r.request.custom, r.n),
     fullyMaskedRows: r.fullyMasked.filter(([sentence]) => sentence === b).map(([, i]) => i),
     outputMaxAbs: r.outputMaxAbs ? Array.from(r.outputMaxAbs.subarray(b * r.n, (b + 1) * r.n)) : null,
-    view: { head, zoom: ui.zoom },
+    view: { head, zoom },
     config: r.request.config,
     seed: r.request.seed,
     call: r.call,
-    features: ui.features,
-    build: ui.build,
+    features: engineInfo().features,
+    build: engineInfo().build,
     forwardMs: r.forwardMs,
   };
   const blob = new Blob([JSON.stringify(document_)], { type: 'application/json' });
-  offerDownload(blob, `${fileStem()}.json`, el.jsonLink);
+  offerDownload(blob, `${fileStem(shown)}.json`, dom.jsonLink);
 }
 
 const SVG_MAX_WIDTH = 960; // px of the grid at most
@@ -249,17 +252,14 @@ export function heatmapSvg(title, view) {
   return out.join('\n');
 }
 
-function exportSvg() {
-  if (!ui.shown) return;
-  const svg = heatmapSvg(el.viewTitle.textContent, viewOf(shownHead()));
-  offerDownload(new Blob([svg], { type: 'image/svg+xml' }), `${fileStem()}.svg`, el.svgLink);
+function exportSvg(shown) {
+  const svg = heatmapSvg(shown.title, shown.view);
+  offerDownload(new Blob([svg], { type: 'image/svg+xml' }), `${fileStem(shown)}.svg`, dom.svgLink);
 }
 
 /** The view as one HTML file that needs nothing else: the SVG, what was computed, and how. */
-function exportHtml() {
-  if (!ui.shown) return;
-  const r = ui.shown;
-  const title = el.viewTitle.textContent;
+function exportHtml(shown) {
+  const { result: r, title } = shown;
   const score = (x) => (x === null || x === undefined ? '–' : x.toFixed(3));
   const scores = r.model
     ? `<h2>Head scores</h2><p>Induction and previous-token scores on ${r.model.standardLength} random tokens repeated, and on the text.</p>` +
@@ -276,26 +276,25 @@ function exportHtml() {
 <style>body{font-family:system-ui,sans-serif;margin:2rem;color:#1d2330}code{background:#eef1f8;padding:2px 4px}table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right}</style></head>
 <body>
 <h1>${xml(title)}</h1>
-<p>Text: <code>${xml(r.model ? r.tokens[0].map(asText).join('') : r.tokens[ui.sentence].join(' '))}</code></p>
-${heatmapSvg(title, viewOf(shownHead()))}
-<p>Computed by attention-wasm ${xml(ui.features.version)} (${xml(ui.build)} build): <code>${xml(r.call)}</code></p>
+<p>Text: <code>${xml(r.model ? r.tokens[0].map(asText).join('') : r.tokens[shown.sentence].join(' '))}</code></p>
+${heatmapSvg(title, shown.view)}
+<p>Computed by attention-wasm ${xml(engineInfo().features.version)} (${xml(engineInfo().build)} build): <code>${xml(r.call)}</code></p>
 ${scores}
 </body>
 </html>
 `;
-  offerDownload(new Blob([html], { type: 'text/html' }), `${fileStem()}.html`, el.htmlLink);
+  offerDownload(new Blob([html], { type: 'text/html' }), `${fileStem(shown)}.html`, dom.htmlLink);
 }
 
 export function bindExport() {
-  const guarded = (run) => () => {
-    try {
-      run();
-    } catch (error) {
-      showError(error);
-    }
+  // Each export takes the view on screen (nothing before the first result).
+  const exporting = (run) => () => {
+    const shown = exportedView();
+    if (!shown) return;
+    Promise.resolve().then(() => run(shown)).catch(showError);
   };
-  el.exportPng.addEventListener('click', () => exportPng().catch(showError));
-  el.exportSvg.addEventListener('click', guarded(exportSvg));
-  el.exportHtml.addEventListener('click', guarded(exportHtml));
-  el.exportJson.addEventListener('click', guarded(exportJson));
+  dom.exportPng.addEventListener('click', exporting(exportPng));
+  dom.exportSvg.addEventListener('click', exporting(exportSvg));
+  dom.exportHtml.addEventListener('click', exporting(exportHtml));
+  dom.exportJson.addEventListener('click', exporting(exportJson));
 }

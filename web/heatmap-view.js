@@ -3,6 +3,7 @@
 // view follows; pointer and keyboard on them, the zoom, and the custom mask painted on the heatmap.
 // Every view shows one window of the [n, m] map (grid.js): the zoomed part of a result that holds
 // every weight, or the picture the worker computed for a long text (several tokens a cell).
+// This view owns its state (below) and its part of the DOM; main.js gives it each result (show()).
 import { computeNeuron, requestUpdate } from './compute.js';
 import { PAD } from './embeddings.js';
 import { MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
@@ -10,38 +11,150 @@ import { colourOf, drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
 import { MIN_SPAN } from './models/scores.js';
 import { NeuronView } from './neuron-view.js';
-import { KIND_NAMES, $, asText, el, formatNumber, modelHead, shortLabel, ui, visible } from './page.js';
 import { headAverage } from './checks.js';
+import { customEditing, isCustomCell, setCustomCell } from './controls-view.js';
+import { KIND_NAMES, $, asText, formatNumber, modelHead, shortLabel, visible } from './page.js';
 
 const ALL_LINES_LIMIT = 4096; // below this many cells the lines view shows every query at once
 
 const neuronView = new NeuronView($('#neuron'), computeNeuron);
 
-export function resetViews() {
-  ui.views.clear();
-  ui.viewMask = null;
+const dom = {
+  headsGrid: $('#heads'),
+  viewTitle: $('#view-title'),
+  canvas: $('#heatmap'),
+  legend: $('#legend'),
+  lines: $('#lines'),
+  readout: $('#readout'),
+  fullyMasked: $('#fully-masked'),
+  dims: $('#dims'),
+  sentenceChoice: $('#sentence-choice'),
+  scale: $('#scale'),
+  zoomIn: $('#zoom-in'),
+  zoomOut: $('#zoom-out'),
+  zoomFit: $('#zoom-fit'),
+  zoomNote: $('#zoom-note'),
+  guide: $('#guide'),
+  modelScores: $('#model-scores'),
+  textQuery: $('#text-query'),
+  textView: $('#text-view'),
+};
+
+const state = {
+  shown: null, // the result on screen: the worker's result plus { request, id, updateMs }
+  sentence: 0,
+  scale: 'absolute',
+  lockedHead: null, // 'avg' | head index | null
+  hoverHead: null,
+  hoverCell: null, // { row, col } under the pointer
+  cursor: null, // { row, col } of the keyboard cursor (or the cell last tapped)
+  lockedQuery: null,
+  linesHover: null,
+  painting: null, // { value } while dragging on the heatmap
+  views: new Map(), // head key -> view of the shown result
+  viewMask: null, // the mask those views share
+  viewVersion: 0,
+  layout: null,
+  linesLayout: null,
+  neuronQuery: null, // the token of the query the neuron view shows: the last one pointed at
+  zoom: null, // { row, col, size } in tokens: the window the views show; null = the whole map
+  guided: false, // the first run: the trained model's induction head locked, a line saying what it shows
+  generatedFrom: null, // where the last generation's characters start in the text
+};
+
+function resetViews() {
+  state.views.clear();
+  state.viewMask = null;
+}
+
+/**
+ * Shows a result (the worker's, with { request, id }): what the user pointed at stays where it
+ * still names the same tokens; a model shows one head at a time (on the first run its induction
+ * head, else its first).
+ */
+export function show(shown) {
+  const before = state.shown;
+  const headsChanged = !before || before.H !== shown.H || before.kind !== shown.kind || before.model?.name !== shown.model?.name;
+  // Cells pointed at are positions on the grid drawn: another grid puts other tokens under them.
+  const sameGrid = before && ['row', 'col', 'step', 'rows', 'cols'].every((key) => before.grid[key] === shown.grid[key]);
+  const sizeChanged = headsChanged || !sameGrid || before.N !== shown.N;
+  state.shown = shown;
+  if (state.sentence >= shown.N) state.sentence = 0;
+  if (headsChanged) {
+    state.lockedHead = !shown.model ? null : state.guided && shown.kind === 'model' ? inductionHead(shown.model) : 0;
+    state.hoverHead = null;
+    state.zoom = null;
+    buildThumbnails();
+  }
+  if (sizeChanged) {
+    state.cursor = null;
+    state.hoverCell = null;
+    state.lockedQuery = null;
+    state.linesHover = null;
+    state.neuronQuery = null;
+  }
+  resetViews();
+  updateModelTitles();
+  renderThumbnails();
+  render();
+  syncSentenceChoice();
+}
+
+/** The zoom asked for ({ row, col, size } in tokens, or null): the trained model's long texts are computed for it. */
+export const zoomWindow = () => state.zoom;
+
+/** Forgets the zoom: its positions name another kind's tokens. */
+export function resetZoom() {
+  state.zoom = null;
+}
+
+/** Starts (page load) or ends (the user takes over) the guided first run. */
+export function guide(on) {
+  state.guided = on;
+  if (!on) dom.guide.hidden = true;
+}
+
+/** Underlines the text from character `from` on in the coloured text (null: nothing generated). */
+export function markGenerated(from) {
+  state.generatedFrom = from;
+}
+
+/** What the page publishes of the view: the sentence and head shown, and the zoom. */
+export const viewState = () => ({ sentence: state.sentence, head: shownHead(), zoom: state.zoom });
+
+/** The view as the exports take it: the result, the head and its view, and the title above. */
+export function exportedView() {
+  if (!state.shown) return null;
+  const head = shownHead();
+  return { result: state.shown, head, view: viewOf(head), sentence: state.sentence, zoom: state.zoom, title: dom.viewTitle.textContent };
+}
+
+/** The heatmap and legend canvases without the pointer's highlight (render() puts it back). */
+export function plainCanvases() {
+  drawHeatmap(dom.canvas, viewOf(shownHead()), {});
+  return [dom.canvas, dom.legend];
 }
 
 /**
  * The head shown in the large view: hovered, else locked, else the average (or the only head).
  * A model's heads have no average (what would it mean across layers?): its first head instead.
  */
-export function shownHead() {
-  const { H, model } = ui.shown;
-  const head = ui.hoverHead ?? ui.lockedHead;
+function shownHead() {
+  const { H, model } = state.shown;
+  const head = state.hoverHead ?? state.lockedHead;
   if (head !== null) return head;
   return H > 1 && !model ? 'avg' : 0;
 }
 
 /** The head with the largest induction score on the standard sequence (flat index). */
-export function inductionHead({ scores }) {
+function inductionHead({ scores }) {
   return scores.reduce((best, s, head) => (s.induction > scores[best].induction ? head : best), 0);
 }
 
 /** The window the views show: the zoom, within a result that holds every weight; else the worker's picture. */
 function viewGrid() {
-  const r = ui.shown;
-  return isWhole(r.grid, r.n, r.m) ? gridOf(r.n, r.m, ui.zoom, Infinity) : r.grid;
+  const r = state.shown;
+  return isWhole(r.grid, r.n, r.m) ? gridOf(r.n, r.m, state.zoom, Infinity) : r.grid;
 }
 
 /** Labels of a window's cells: its tokens at one token a cell, else the ranges of token indices. */
@@ -50,10 +163,10 @@ function cellLabels(tokens, start, end, step) {
   return Array.from({ length: Math.ceil((end - start) / step) }, (_, k) => cellSpan(start, end, step, k).join('–'));
 }
 
-export function viewOf(head) {
-  if (ui.views.has(head)) return ui.views.get(head);
-  const r = ui.shown;
-  const b = ui.sentence;
+function viewOf(head) {
+  if (state.views.has(head)) return state.views.get(head);
+  const r = state.shown;
+  const b = state.sentence;
   const { rows, cols } = r.grid;
   const size = rows * cols;
   const grid = viewGrid();
@@ -69,8 +182,8 @@ export function viewOf(head) {
     ? headAverage(r.weights, b, r.H, size)
     : r.weights.subarray((b * r.H + head) * size, (b * r.H + head + 1) * size));
   // One mask array for every head's view of the window (heatmap.js pools it once for them all).
-  ui.viewMask ??= crop(r.masked.subarray(b * size, (b + 1) * size));
-  const masked = ui.viewMask;
+  state.viewMask ??= crop(r.masked.subarray(b * size, (b + 1) * size));
+  const masked = state.viewMask;
   // Which masked cells the user clicked, laid out as the result's [n, m] (extra key columns never
   // are), then cut to the window as the weights are.
   let custom = null;
@@ -83,7 +196,7 @@ export function viewOf(head) {
   const { top, vmax } = scaleOf(weights, masked, grid.rows, grid.cols);
   const keys = [...r.tokens[b], ...r.extraKeys];
   const view = {
-    version: ++ui.viewVersion,
+    version: ++state.viewVersion,
     head,
     grid,
     rowTokens: r.tokens[b],
@@ -97,7 +210,7 @@ export function viewOf(head) {
     top,
     vmax,
   };
-  ui.views.set(head, view);
+  state.views.set(head, view);
   return view;
 }
 
@@ -107,7 +220,7 @@ export function viewOf(head) {
  */
 function scaleOf(weights, masked, n, m) {
   const top = new Float32Array(n).fill(1);
-  if (ui.scale === 'absolute') return { top, vmax: 1 };
+  if (state.scale === 'absolute') return { top, vmax: 1 };
   let all = 0;
   for (let i = 0; i < n; i++) {
     let max = 0;
@@ -115,13 +228,13 @@ function scaleOf(weights, masked, n, m) {
     if (max > 0) top[i] = max;
     if (max > all) all = max;
   }
-  if (ui.scale === 'row') return { top, vmax: null };
+  if (state.scale === 'row') return { top, vmax: null };
   return { top: top.fill(all > 0 ? all : 1), vmax: all > 0 ? all : 1 };
 }
 
-function headName(head, H = ui.shown.H) {
+function headName(head, H = state.shown.H) {
   if (head === 'avg') return `Average of ${H} heads`;
-  const model = ui.shown.model;
+  const model = state.shown.model;
   if (model) {
     const where = modelHead(head, model.heads);
     return `Layer ${where.layer + 1}, head ${where.head + 1}`;
@@ -133,7 +246,7 @@ const score = (x) => (x === null ? '–' : x.toFixed(2));
 
 /** A model head's title: where it sits, and its scores on the standard sequence and on the text. */
 function modelHeadTitle(head) {
-  const { heads, scores, textScores } = ui.shown.model;
+  const { heads, scores, textScores } = state.shown.model;
   const where = modelHead(head, heads);
   const standard = scores[head];
   const own = textScores?.[head] ?? { induction: null, previousToken: null };
@@ -143,7 +256,7 @@ function modelHeadTitle(head) {
 
 /** The strongest induction and previous-token heads, on the standard sequence and on the text. */
 function showScores() {
-  const { model } = ui.shown;
+  const { model } = state.shown;
   if (!model) return;
   const best = (scores, key) => scores.reduce((top, s, head) => (s[key] !== null && (!top || s[key] > top.value) ? { head, value: s[key] } : top), null);
   const where = (head) => {
@@ -157,27 +270,27 @@ function showScores() {
       : own ? `; on your text ${where(own.head)} (${own.value.toFixed(2)})` : `; your text repeats no span of ${MIN_SPAN} tokens, so it has none`;
     return `${what}: ${where(standard.head)} (${standard.value.toFixed(2)} on ${model.standardLength} random tokens repeated)${ownText}.`;
   };
-  el.modelScores.textContent = `${line('induction', 'Strongest induction head')} ${line('previousToken', 'Strongest previous-token head')}`;
+  dom.modelScores.textContent = `${line('induction', 'Strongest induction head')} ${line('previousToken', 'Strongest previous-token head')}`;
 }
 
-export function buildThumbnails() {
-  const { H, model } = ui.shown;
-  el.headsGrid.replaceChildren();
-  el.headsGrid.classList.toggle('model-grid', Boolean(model));
+function buildThumbnails() {
+  const { H, model } = state.shown;
+  dom.headsGrid.replaceChildren();
+  dom.headsGrid.classList.toggle('model-grid', Boolean(model));
   if (H === 1) {
-    el.headsGrid.hidden = true;
+    dom.headsGrid.hidden = true;
     return;
   }
-  el.headsGrid.hidden = false;
+  dom.headsGrid.hidden = false;
   if (model) {
     buildModelGrid(model);
   } else {
-    el.headsGrid.classList.toggle('many', H > 8);
+    dom.headsGrid.classList.toggle('many', H > 8);
     for (const head of ['avg', ...Array.from({ length: H }, (_, h) => h)]) {
       const button = thumbnail(head, `${headName(head, H)}: hover to view, click to lock`);
       button.dataset.head = String(head);
       button.querySelector('span').textContent = head === 'avg' ? 'average' : `head ${head + 1}`;
-      el.headsGrid.append(button);
+      dom.headsGrid.append(button);
     }
   }
   syncThumbnailState();
@@ -198,8 +311,8 @@ function thumbnail(head, label) {
   button.addEventListener('pointerleave', () => setHoverHead(null));
   button.addEventListener('click', () => {
     // A model always shows one head: a click locks it (the average's button toggles).
-    ui.lockedHead = ui.lockedHead === head && !ui.shown.model ? null : head;
-    ui.guided = false;
+    state.lockedHead = state.lockedHead === head && !state.shown.model ? null : head;
+    state.guided = false;
     syncThumbnailState();
     render();
   });
@@ -211,7 +324,7 @@ function thumbnail(head, label) {
  * above; each cell (data-layer, data-head, 1-based) captioned with its standard induction score.
  */
 function buildModelGrid(model) {
-  el.headsGrid.style.setProperty('--heads', model.heads);
+  dom.headsGrid.style.setProperty('--heads', model.heads);
   const label = (text, className) => {
     const span = document.createElement('span');
     span.className = className;
@@ -235,13 +348,13 @@ function buildModelGrid(model) {
       cells.push(button);
     }
   }
-  el.headsGrid.replaceChildren(...cells);
+  dom.headsGrid.replaceChildren(...cells);
 }
 
 /** The cells' titles follow the scores on the text, which change with every text. */
-export function updateModelTitles() {
-  if (!ui.shown?.model) return;
-  for (const button of el.headsGrid.querySelectorAll('.grid-cell')) {
+function updateModelTitles() {
+  if (!state.shown?.model) return;
+  for (const button of dom.headsGrid.querySelectorAll('.grid-cell')) {
     button.title = modelHeadTitle(Number(button.dataset.index));
     button.setAttribute('aria-label', button.title);
   }
@@ -251,36 +364,36 @@ export function updateModelTitles() {
 const headOf = (button) => (button.dataset.index === 'avg' ? 'avg' : Number(button.dataset.index));
 
 function syncThumbnailState() {
-  for (const button of el.headsGrid.querySelectorAll('.thumb')) {
+  for (const button of dom.headsGrid.querySelectorAll('.thumb')) {
     const head = headOf(button);
-    button.setAttribute('aria-pressed', String(ui.lockedHead === head));
+    button.setAttribute('aria-pressed', String(state.lockedHead === head));
     button.classList.toggle('viewing', shownHead() === head);
   }
 }
 
-export function renderThumbnails() {
-  if (!ui.shown || ui.shown.H === 1) return;
-  for (const button of el.headsGrid.querySelectorAll('.thumb')) {
+function renderThumbnails() {
+  if (!state.shown || state.shown.H === 1) return;
+  for (const button of dom.headsGrid.querySelectorAll('.thumb')) {
     const view = viewOf(headOf(button));
     drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n: view.grid.rows, m: view.grid.cols, top: view.top });
   }
 }
 
 function setHoverHead(head) {
-  if (ui.hoverHead === head) return;
-  ui.hoverHead = head;
+  if (state.hoverHead === head) return;
+  state.hoverHead = head;
   syncThumbnailState();
   render();
 }
 
 /** Why token query `row` may not see token key `col`. */
 function maskReasons(row, col) {
-  const r = ui.shown;
+  const r = state.shown;
   const { causal, padding, custom } = r.request;
   const reasons = [];
   if (col >= r.n) return reasons; // bias_k / zero-attention keys are always attendable
   if (causal && col > row) reasons.push('causal');
-  if (padding && col >= r.lengths[ui.sentence]) reasons.push('padding');
+  if (padding && col >= r.lengths[state.sentence]) reasons.push('padding');
   if (custom && custom[row * r.n + col]) reasons.push('custom');
   return reasons;
 }
@@ -303,15 +416,15 @@ function describeCell(cell, view) {
 }
 
 function activeQuery() {
-  return ui.linesHover ?? ui.hoverCell?.row ?? ui.cursor?.row ?? ui.lockedQuery;
+  return state.linesHover ?? state.hoverCell?.row ?? state.cursor?.row ?? state.lockedQuery;
 }
 
 /** What the neuron view computes for `head` and `query` of the result shown (see runner.js). */
 function neuronSelection(r, head, query) {
-  const tokens = r.tokens[ui.sentence];
+  const tokens = r.tokens[state.sentence];
   const common = { seq: r.id, tokens, query };
   if (r.model) return { ...common, kind: 'model', text: tokens.join(''), ...modelHead(head, r.model.heads) };
-  return { ...common, kind: r.kind, request: r.request, sentence: ui.sentence, head };
+  return { ...common, kind: r.kind, request: r.request, sentence: state.sentence, head };
 }
 
 /**
@@ -320,17 +433,17 @@ function neuronSelection(r, head, query) {
  * Needs one token a cell: a picture of several tokens a cell holds no single query's row.
  */
 function drawText(view, query) {
-  const r = ui.shown;
+  const r = state.shown;
   if (!r.model) return;
   const { grid } = view;
   if (grid.step > 1) {
-    el.textQuery.textContent = `The map shows ${grid.step} × ${grid.step} tokens a cell: zoom in to one token a cell to read a query's weights over the text.`;
-    el.textView.replaceChildren();
+    dom.textQuery.textContent = `The map shows ${grid.step} × ${grid.step} tokens a cell: zoom in to one token a cell to read a query's weights over the text.`;
+    dom.textView.replaceChildren();
     return;
   }
   const row = query ?? grid.rows - 1;
   const i = grid.row + row;
-  const generatedFrom = r.kind === 'model' && ui.generatedFrom !== null ? ui.generatedFrom : r.n;
+  const generatedFrom = r.kind === 'model' && state.generatedFrom !== null ? state.generatedFrom : r.n;
   const spans = view.colTokens.slice(0, r.n).map((token, j) => {
     const span = document.createElement('span');
     span.className = 'text-token';
@@ -355,8 +468,8 @@ function drawText(view, query) {
     if (j >= generatedFrom) span.classList.add('generated');
     return span;
   });
-  el.textView.replaceChildren(...spans);
-  el.textQuery.textContent = `What token ${i} (“${visible(view.rowTokens[i])}”) reads in ${headName(view.head).toLowerCase()}: hover or click a row of the heatmap, or click a token.`;
+  dom.textView.replaceChildren(...spans);
+  dom.textQuery.textContent = `What token ${i} (“${visible(view.rowTokens[i])}”) reads in ${headName(view.head).toLowerCase()}: hover or click a row of the heatmap, or click a token.`;
 }
 
 let frame = 0;
@@ -370,20 +483,20 @@ function scheduleRender() {
 }
 
 export function render() {
-  if (!ui.shown) return;
+  if (!state.shown) return;
   if (frame) {
     cancelAnimationFrame(frame);
     frame = 0;
   }
-  const r = ui.shown;
+  const r = state.shown;
   const head = shownHead();
   const view = viewOf(head);
-  const cell = ui.hoverCell ?? ui.cursor;
+  const cell = state.hoverCell ?? state.cursor;
   const query = activeQuery();
-  ui.layout = drawHeatmap(el.canvas, view, { cell, row: query });
-  const { left, top, cell: size } = ui.layout;
-  el.canvas.dataset.grid = JSON.stringify({ left, top, cell: size });
-  drawLegend(el.legend, {
+  state.layout = drawHeatmap(dom.canvas, view, { cell, row: query });
+  const { left, top, cell: size } = state.layout;
+  dom.canvas.dataset.grid = JSON.stringify({ left, top, cell: size });
+  drawLegend(dom.legend, {
     vmax: view.vmax ?? 1, perRow: view.vmax === null, custom: view.custom !== null, fullyMasked: view.fullyMasked.length > 0,
   });
 
@@ -392,7 +505,7 @@ export function render() {
   // Too many for all: the last query, which sees every key under a causal mask.
   const last = grid.rows - 1;
   const queries = query !== null ? [query] : all ? Array.from({ length: grid.rows }, (_, i) => i) : [last];
-  ui.linesLayout = drawLines(el.lines, {
+  state.linesLayout = drawLines(dom.lines, {
     queryLabels: view.rowLabels,
     keyLabels: view.colLabels,
     weights: view.weights,
@@ -402,22 +515,22 @@ export function render() {
     top: view.top,
   });
 
-  const locked = ui.hoverHead === null && ui.lockedHead !== null ? ' (locked)' : '';
-  const where = r.model ? r.model.name : `sentence ${ui.sentence + 1} · ${KIND_NAMES[r.kind]}`;
-  el.viewTitle.textContent = `${headName(head)}${locked} · ${where}`;
+  const locked = state.hoverHead === null && state.lockedHead !== null ? ' (locked)' : '';
+  const where = r.model ? r.model.name : `sentence ${state.sentence + 1} · ${KIND_NAMES[r.kind]}`;
+  dom.viewTitle.textContent = `${headName(head)}${locked} · ${where}`;
   const output = cell && r.outputMaxAbs && grid.step === 1
-    ? ` Output of this query: max |o| = ${formatNumber(r.outputMaxAbs[ui.sentence * r.n + grid.row + cell.row])}.` : '';
-  el.readout.textContent = cell ? `${describeCell(cell, view)}.${output}` : 'Hover over a cell, or focus the heatmap and use the arrow keys.';
+    ? ` Output of this query: max |o| = ${formatNumber(r.outputMaxAbs[state.sentence * r.n + grid.row + cell.row])}.` : '';
+  dom.readout.textContent = cell ? `${describeCell(cell, view)}.${output}` : 'Hover over a cell, or focus the heatmap and use the arrow keys.';
   // The neuron view keeps the last query pointed at, so that it can be read off the page.
-  if (query !== null) ui.neuronQuery = grid.row + query * grid.step;
+  if (query !== null) state.neuronQuery = grid.row + query * grid.step;
   if (r.kind === 'opened') neuronView.follow(null, 'The neuron view takes the trained model and the other kinds apart; for your model it is not available yet.');
-  else neuronView.follow(head === 'avg' || ui.neuronQuery === null ? null : neuronSelection(r, head, ui.neuronQuery));
+  else neuronView.follow(head === 'avg' || state.neuronQuery === null ? null : neuronSelection(r, head, state.neuronQuery));
   drawText(view, query);
   // Follows the locked head, not the hovered one: a line appearing and going above the grid would
   // move the grid under the pointer.
-  el.guide.hidden = !(ui.guided && r.kind === 'model' && ui.lockedHead === inductionHead(r.model));
-  if (!el.guide.hidden) {
-    el.guide.textContent = `${headName(ui.lockedHead)} is an induction head. The verse is written twice: in the second copy, each ` +
+  dom.guide.hidden = !(state.guided && r.kind === 'model' && state.lockedHead === inductionHead(r.model));
+  if (!dom.guide.hidden) {
+    dom.guide.textContent = `${headName(state.lockedHead)} is an induction head. The verse is written twice: in the second copy, each ` +
       'character attends to the character that followed it in the first copy, the bright stripe below the diagonal. ' +
       'Hover the other heads to compare; type your own text, or open your own model.';
   }
@@ -425,90 +538,86 @@ export function render() {
     const rows = view.fullyMasked.map((i) => grid.row + i); // tokens (one a cell: the other kinds)
     const names = rows.slice(0, 8).map((i) => `“${view.rowTokens[i]}” (${i})`).join(', ');
     const more = rows.length > 8 ? ` and ${rows.length - 8} more` : '';
-    const maxOut = Math.max(...rows.map((i) => r.outputMaxAbs[ui.sentence * r.n + i]));
-    el.fullyMasked.textContent = `Fully masked queries: ${names}${more}. Their weights are all 0 and their ` +
+    const maxOut = Math.max(...rows.map((i) => r.outputMaxAbs[state.sentence * r.n + i]));
+    dom.fullyMasked.textContent = `Fully masked queries: ${names}${more}. Their weights are all 0 and their ` +
       `output is the zero vector (max |o| = ${formatNumber(maxOut)}), where PyTorch would give NaN.`;
-    el.fullyMasked.hidden = false;
+    dom.fullyMasked.hidden = false;
   } else {
-    el.fullyMasked.hidden = true;
+    dom.fullyMasked.hidden = true;
   }
-  el.dims.textContent = `n = ${r.n}, m = ${r.m}, E = ${r.embedDim}` + (r.N > 1 ? `, lengths ${r.lengths.join(' and ')}` : '');
+  dom.dims.textContent = `n = ${r.n}, m = ${r.m}, E = ${r.embedDim}` + (r.N > 1 ? `, lengths ${r.lengths.join(' and ')}` : '');
   syncZoom(view);
-  el.canvas.setAttribute('aria-label', `Attention weights, queries ${grid.row}–${grid.rowEnd - 1} by keys ${grid.col}–${grid.colEnd - 1}` +
+  dom.canvas.classList.toggle('editable', customEditing());
+  dom.canvas.setAttribute('aria-label', `Attention weights, queries ${grid.row}–${grid.rowEnd - 1} by keys ${grid.col}–${grid.colEnd - 1}` +
     `${grid.step > 1 ? ` at ${grid.step} tokens a cell` : ''}, ${headName(head)}`);
 }
 
-export function syncSentenceChoice() {
-  const r = ui.shown;
-  el.sentenceChoice.hidden = r.N < 2;
+function syncSentenceChoice() {
+  const r = state.shown;
+  dom.sentenceChoice.hidden = r.N < 2;
   for (let b = 0; b < 2; b++) {
     const label = $(`#sentence-${b}-label`);
     if (b < r.N) {
       label.textContent = `${b + 1} (${r.lengths[b]} tokens)`;
       label.title = r.tokens[b].slice(0, 12).filter((t) => t !== PAD).join(' ');
     }
-    $(`#sentence-${b}`).checked = b === ui.sentence;
+    $(`#sentence-${b}`).checked = b === state.sentence;
   }
 }
 
 function pointerCell(event) {
-  const box = el.canvas.getBoundingClientRect();
-  return ui.layout?.cellAt(event.clientX - box.left, event.clientY - box.top) ?? null;
+  const box = dom.canvas.getBoundingClientRect();
+  return state.layout?.cellAt(event.clientX - box.left, event.clientY - box.top) ?? null;
 }
 
 const sameCell = (a, b) => (a === b) || (a && b && a.row === b.row && a.col === b.col);
 
 /** Sets one custom-mask cell (token keys only) and asks for an update if it changed. */
 function paintCell(cell, value) {
-  if (!ui.shown) return;
+  if (!state.shown) return;
   const [row, , col] = cellTokens(cell, viewOf(shownHead()));
-  if (col >= ui.shown.n || row >= ui.customSize || col >= ui.customSize) return;
-  const k = row * ui.customSize + col;
-  if (ui.custom[k] === value) return;
-  ui.custom[k] = value;
-  el.clearCustom.disabled = !ui.custom.includes(1);
-  requestUpdate();
+  if (col < state.shown.n && setCustomCell(row, col, value)) requestUpdate();
 }
 
 /** Whether the user masked the token cell under a view cell. */
 function customAt(cell) {
   const [row, , col] = cellTokens(cell, viewOf(shownHead()));
-  return row < ui.customSize && col < ui.customSize && ui.custom[row * ui.customSize + col] === 1;
+  return isCustomCell(row, col);
 }
 
 function onHeatmapPointerDown(event) {
   const cell = pointerCell(event);
   if (!cell || event.button !== 0) return;
   // A tap has no hover: it puts the cursor on the cell, so that the readout stays.
-  if (event.pointerType === 'touch') ui.cursor = cell;
-  if (el.custom.checked) {
+  if (event.pointerType === 'touch') state.cursor = cell;
+  if (customEditing()) {
     event.preventDefault();
-    el.canvas.setPointerCapture(event.pointerId);
-    ui.painting = { value: customAt(cell) ? 0 : 1 };
-    paintCell(cell, ui.painting.value);
+    dom.canvas.setPointerCapture(event.pointerId);
+    state.painting = { value: customAt(cell) ? 0 : 1 };
+    paintCell(cell, state.painting.value);
   } else {
-    ui.lockedQuery = ui.lockedQuery === cell.row ? null : cell.row;
+    state.lockedQuery = state.lockedQuery === cell.row ? null : cell.row;
     scheduleRender();
   }
 }
 
 function onHeatmapPointerMove(event) {
   const cell = pointerCell(event);
-  if (ui.painting && cell) paintCell(cell, ui.painting.value);
-  if (!sameCell(cell, ui.hoverCell)) {
-    ui.hoverCell = cell;
+  if (state.painting && cell) paintCell(cell, state.painting.value);
+  if (!sameCell(cell, state.hoverCell)) {
+    state.hoverCell = cell;
     scheduleRender();
   }
 }
 
 function endPainting() {
-  ui.painting = null;
+  state.painting = null;
 }
 
 const KEY_MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
 
 function onHeatmapKey(event) {
-  if (!ui.shown) return;
+  if (!state.shown) return;
   const { rows: n, cols: m } = viewOf(shownHead()).grid;
   const move = KEY_MOVES[event.key];
   if (event.key === '+' || event.key === '=' || event.key === '-') {
@@ -520,42 +629,42 @@ function onHeatmapKey(event) {
     event.preventDefault();
     const step = event.shiftKey ? 10 : 1;
     const clamp = (v, max) => Math.min(max - 1, Math.max(0, v));
-    ui.hoverCell = null; // the latest input wins until the pointer moves again
-    ui.cursor = ui.cursor
-      ? { row: clamp(ui.cursor.row + move[0] * step, n), col: clamp(ui.cursor.col + move[1] * step, m) }
+    state.hoverCell = null; // the latest input wins until the pointer moves again
+    state.cursor = state.cursor
+      ? { row: clamp(state.cursor.row + move[0] * step, n), col: clamp(state.cursor.col + move[1] * step, m) }
       : { row: 0, col: 0 };
     render();
-  } else if ((event.key === 'Enter' || event.key === ' ') && ui.cursor) {
+  } else if ((event.key === 'Enter' || event.key === ' ') && state.cursor) {
     event.preventDefault();
-    if (el.custom.checked) {
-      paintCell(ui.cursor, customAt(ui.cursor) ? 0 : 1);
+    if (customEditing()) {
+      paintCell(state.cursor, customAt(state.cursor) ? 0 : 1);
     } else {
-      ui.lockedQuery = ui.lockedQuery === ui.cursor.row ? null : ui.cursor.row;
+      state.lockedQuery = state.lockedQuery === state.cursor.row ? null : state.cursor.row;
       render();
     }
   } else if (event.key === 'Escape') {
-    ui.cursor = null;
-    ui.lockedQuery = null;
+    state.cursor = null;
+    state.lockedQuery = null;
     render();
   }
 }
 
 function linesQuery(event) {
-  const box = el.lines.getBoundingClientRect();
-  return ui.linesLayout?.queryAt(event.clientX - box.left, event.clientY - box.top) ?? null;
+  const box = dom.lines.getBoundingClientRect();
+  return state.linesLayout?.queryAt(event.clientX - box.left, event.clientY - box.top) ?? null;
 }
 
 function onLinesKey(event) {
-  if (!ui.shown) return;
+  if (!state.shown) return;
   const delta = event.key === 'ArrowUp' ? -1 : event.key === 'ArrowDown' ? 1 : 0;
   if (delta) {
     event.preventDefault();
     const { rows } = viewOf(shownHead()).grid;
-    const current = ui.lockedQuery ?? (delta > 0 ? -1 : rows);
-    ui.lockedQuery = Math.min(rows - 1, Math.max(0, current + delta));
+    const current = state.lockedQuery ?? (delta > 0 ? -1 : rows);
+    state.lockedQuery = Math.min(rows - 1, Math.max(0, current + delta));
     render();
   } else if (event.key === 'Escape') {
-    ui.lockedQuery = null;
+    state.lockedQuery = null;
     render();
   }
 }
@@ -566,26 +675,26 @@ function onLinesKey(event) {
  * them; or through the worker when the result is a picture (the model's texts longer than one).
  */
 function setZoom(window) {
-  const r = ui.shown;
+  const r = state.shown;
   const before = viewOf(shownHead()).grid;
   const moved = window && window.size < Math.max(r.n, r.m) ? gridOf(r.n, r.m, window, Infinity) : null;
-  ui.zoom = moved && { row: moved.row, col: moved.col, size: window.size }; // moved inside the map
-  ui.hoverCell = null;
+  state.zoom = moved && { row: moved.row, col: moved.col, size: window.size }; // moved inside the map
+  state.hoverCell = null;
   if (!isWhole(r.grid, r.n, r.m)) {
-    ui.cursor = null;
-    ui.lockedQuery = null;
+    state.cursor = null;
+    state.lockedQuery = null;
     requestUpdate();
     return;
   }
   resetViews();
   const after = viewOf(shownHead()).grid; // one token a cell, before and after
   const inside = (index, start, end) => (index >= start && index < end ? index - start : null);
-  if (ui.cursor) {
-    const row = inside(before.row + ui.cursor.row, after.row, after.rowEnd);
-    const col = inside(before.col + ui.cursor.col, after.col, after.colEnd);
-    ui.cursor = row === null || col === null ? null : { row, col };
+  if (state.cursor) {
+    const row = inside(before.row + state.cursor.row, after.row, after.rowEnd);
+    const col = inside(before.col + state.cursor.col, after.col, after.colEnd);
+    state.cursor = row === null || col === null ? null : { row, col };
   }
-  if (ui.lockedQuery !== null) ui.lockedQuery = inside(before.row + ui.lockedQuery, after.row, after.rowEnd);
+  if (state.lockedQuery !== null) state.lockedQuery = inside(before.row + state.lockedQuery, after.row, after.rowEnd);
   renderThumbnails();
   render();
 }
@@ -596,15 +705,15 @@ function setZoom(window) {
  * for, which may still be on its way from the worker.
  */
 function zoom(factor) {
-  const r = ui.shown;
+  const r = state.shown;
   if (!r) return;
   const { grid } = viewOf(shownHead());
-  const asked = gridOf(r.n, r.m, ui.zoom, Infinity);
+  const asked = gridOf(r.n, r.m, state.zoom, Infinity);
   const before = Math.max(asked.rowEnd - asked.row, asked.colEnd - asked.col);
   const size = Math.min(Math.max(r.n, r.m), Math.max(MIN_WINDOW, Math.round(before * factor)));
   if (size === before) return;
-  const cell = ui.hoverCell ?? ui.cursor;
-  const query = ui.lockedQuery === null ? null : grid.row + (ui.lockedQuery + 0.5) * grid.step;
+  const cell = state.hoverCell ?? state.cursor;
+  const query = state.lockedQuery === null ? null : grid.row + (state.lockedQuery + 0.5) * grid.step;
   const centre = cell ? [grid.row + (cell.row + 0.5) * grid.step, grid.col + (cell.col + 0.5) * grid.step]
     : query !== null ? [query, query]
       : [(asked.row + asked.rowEnd) / 2, (asked.col + asked.colEnd) / 2];
@@ -613,86 +722,90 @@ function zoom(factor) {
 
 /** The zoom buttons and the note on what the window holds. */
 function syncZoom({ grid }) {
-  const r = ui.shown;
+  const r = state.shown;
   const whole = grid.row === 0 && grid.col === 0 && grid.rowEnd === r.n && grid.colEnd === r.m; // at any step
-  el.zoomIn.disabled = Math.max(grid.rowEnd - grid.row, grid.colEnd - grid.col) <= MIN_WINDOW;
-  el.zoomOut.disabled = whole;
-  el.zoomFit.disabled = whole;
-  el.zoomNote.value = `${whole ? 'whole map' : `queries ${grid.row}–${grid.rowEnd - 1} × keys ${grid.col}–${grid.colEnd - 1}`}` +
+  dom.zoomIn.disabled = Math.max(grid.rowEnd - grid.row, grid.colEnd - grid.col) <= MIN_WINDOW;
+  dom.zoomOut.disabled = whole;
+  dom.zoomFit.disabled = whole;
+  dom.zoomNote.value = `${whole ? 'whole map' : `queries ${grid.row}–${grid.rowEnd - 1} × keys ${grid.col}–${grid.colEnd - 1}`}` +
     `${grid.step > 1 ? `, ${grid.step} × ${grid.step} tokens a cell` : ''}`;
 }
 
-/** Follows the pointer and keys on the view; `onSentence()` runs when another sentence is chosen. */
-export function bindHeatmap({ onSentence }) {
-  el.sentenceChoice.addEventListener('change', (event) => {
-    ui.sentence = Number(event.target.value);
+/**
+ * Follows the pointer and keys on the view; `onSentence()` runs when another sentence is chosen;
+ * `guided`: the page opens on the guided first run.
+ */
+export function bindHeatmap({ onSentence, guided }) {
+  state.guided = guided;
+  dom.sentenceChoice.addEventListener('change', (event) => {
+    state.sentence = Number(event.target.value);
     resetViews();
     renderThumbnails();
     render();
     onSentence();
   });
-  el.scale.addEventListener('change', () => {
-    ui.scale = el.scale.value;
-    if (!ui.shown) return;
+  dom.scale.addEventListener('change', () => {
+    state.scale = dom.scale.value;
+    if (!state.shown) return;
     resetViews();
     renderThumbnails();
     render();
   });
 
-  el.zoomIn.addEventListener('click', () => zoom(0.5));
-  el.zoomOut.addEventListener('click', () => zoom(2));
-  el.zoomFit.addEventListener('click', () => setZoom(null));
-  el.canvas.addEventListener('pointerdown', onHeatmapPointerDown);
-  el.canvas.addEventListener('pointermove', onHeatmapPointerMove);
-  el.canvas.addEventListener('pointerup', endPainting);
-  el.canvas.addEventListener('pointercancel', endPainting);
-  el.canvas.addEventListener('pointerleave', () => {
-    if (ui.hoverCell) {
-      ui.hoverCell = null;
+  dom.zoomIn.addEventListener('click', () => zoom(0.5));
+  dom.zoomOut.addEventListener('click', () => zoom(2));
+  dom.zoomFit.addEventListener('click', () => setZoom(null));
+  dom.canvas.addEventListener('pointerdown', onHeatmapPointerDown);
+  dom.canvas.addEventListener('pointermove', onHeatmapPointerMove);
+  dom.canvas.addEventListener('pointerup', endPainting);
+  dom.canvas.addEventListener('pointercancel', endPainting);
+  dom.canvas.addEventListener('pointerleave', () => {
+    if (state.hoverCell) {
+      state.hoverCell = null;
       scheduleRender();
     }
   });
-  el.canvas.addEventListener('keydown', onHeatmapKey);
-  el.canvas.addEventListener('blur', () => {
-    if (ui.cursor) {
-      ui.cursor = null;
+  dom.canvas.addEventListener('keydown', onHeatmapKey);
+  dom.canvas.addEventListener('blur', () => {
+    if (state.cursor) {
+      state.cursor = null;
       scheduleRender();
     }
   });
-  el.lines.addEventListener('pointermove', (event) => {
+  dom.lines.addEventListener('pointermove', (event) => {
     const query = linesQuery(event);
-    if (query !== ui.linesHover) {
-      ui.linesHover = query;
+    if (query !== state.linesHover) {
+      state.linesHover = query;
       scheduleRender();
     }
   });
-  el.lines.addEventListener('pointerleave', () => {
-    ui.linesHover = null;
+  dom.lines.addEventListener('pointerleave', () => {
+    state.linesHover = null;
     scheduleRender();
   });
-  el.lines.addEventListener('click', (event) => {
+  dom.lines.addEventListener('click', (event) => {
     const query = linesQuery(event);
     if (query === null) return;
-    ui.lockedQuery = ui.lockedQuery === query ? null : query;
+    state.lockedQuery = state.lockedQuery === query ? null : query;
     scheduleRender();
   });
-  el.lines.addEventListener('keydown', onLinesKey);
-  el.textView.addEventListener('click', (event) => {
+  dom.lines.addEventListener('keydown', onLinesKey);
+  dom.textView.addEventListener('click', (event) => {
     const token = event.target.closest('.text-token');
-    if (!token || !ui.shown) return;
+    if (!token || !state.shown) return;
     const { grid } = viewOf(shownHead());
     const row = Number(token.dataset.token) - grid.row;
     if (row < 0 || row >= grid.rows) return;
-    ui.lockedQuery = row;
+    state.lockedQuery = row;
     render();
   });
 
   // The canvases follow their CSS width; redraw at the new size rather than stretching pixels.
   let lastWidth = 0;
   new ResizeObserver(() => {
-    if (el.canvas.clientWidth !== lastWidth) {
-      lastWidth = el.canvas.clientWidth;
+    if (dom.canvas.clientWidth !== lastWidth) {
+      lastWidth = dom.canvas.clientWidth;
       render();
     }
-  }).observe(el.canvas);
+  }).observe(dom.canvas);
 }

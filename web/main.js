@@ -17,71 +17,51 @@
 // checks are computed over every weight computed: all of them, or the model's window's rows). The heatmap's geometry is in its data-grid
 // attribute: { left, top, cell } in CSS px. A JSON data block is never executed, so the CSP
 // (no inline scripts) allows it.
-import { counts, isIdle, startWorker } from './compute.js';
-import { bindControls, currentRequest } from './controls-view.js';
-import { showFeatures, showTimes } from './engine-view.js';
-import { bindExport } from './export-view.js';
-import { bindGeneration, showModel } from './generation-view.js';
-import { bindModelView } from './model-view.js';
-import {
-  bindHeatmap, buildThumbnails, inductionHead, render, renderThumbnails, resetViews, shownHead, syncSentenceChoice, updateModelTitles,
-} from './heatmap-view.js';
-import { $, customCells, el, setState, showError, ui } from './page.js';
 import { checkResult } from './checks.js';
+import { counts, inputError, isIdle, startWorker } from './compute.js';
+import { bindControls, currentRequest, fileName } from './controls-view.js';
+import { engineInfo, showFeatures, showTimes } from './engine-view.js';
+import { bindExport } from './export-view.js';
+import { bindGeneration, onTyped, showModel, stillGenerating, stopGeneration, syncRepeatButton } from './generation-view.js';
+import { bindHeatmap, guide, resetZoom, show, viewState, zoomWindow } from './heatmap-view.js';
+import { bindModelView } from './model-view.js';
+import { $, customCells, setState, showError } from './page.js';
 
 const PUBLISH_LIMIT = 1 << 17;
 
+const published = $('#attention-result');
+let shown = null; // the result on screen: the worker's result plus { request, id, updateMs }
+
 function accept(job, result) {
-  const shown = { ...result, request: job.request, id: job.id };
-  const headsChanged = !ui.shown || ui.shown.H !== shown.H || ui.shown.kind !== shown.kind || ui.shown.model?.name !== shown.model?.name;
-  // Cells pointed at are positions on the grid drawn: another grid puts other tokens under them.
-  const sameGrid = ui.shown && ['row', 'col', 'step', 'rows', 'cols'].every((key) => ui.shown.grid[key] === shown.grid[key]);
-  const sizeChanged = headsChanged || !sameGrid || ui.shown.N !== shown.N;
-  ui.shown = shown;
-  if (ui.sentence >= shown.N) ui.sentence = 0;
-  if (headsChanged) {
-    // A model shows one head at a time: on the first run the induction head, else its first.
-    ui.lockedHead = !shown.model ? null : ui.guided && shown.kind === 'model' ? inductionHead(shown.model) : 0;
-    ui.hoverHead = null;
-    ui.zoom = null;
-    buildThumbnails();
-  }
-  if (sizeChanged) {
-    ui.cursor = null;
-    ui.hoverCell = null;
-    ui.lockedQuery = null;
-    ui.linesHover = null;
-    ui.neuronQuery = null;
-  }
-  resetViews();
-  updateModelTitles();
-  renderThumbnails();
-  render();
-  syncSentenceChoice();
+  shown = { ...result, request: job.request, id: job.id };
+  show(shown);
   shown.updateMs = performance.now() - job.requestedAt;
-  showTimes();
-  showModel();
-  if (ui.inputError) {
-    showError(ui.inputError);
+  showTimes(shown);
+  showModel(shown);
+  if (inputError()) {
+    showError(inputError());
   } else {
-    el.error.hidden = true;
+    $('#error').hidden = true;
     $('.view-body').classList.remove('stale');
   }
   // The checks read every weight (33 MB at 512 tokens and 16 heads): they run once the picture has
   // been painted (the task after the next frame), then the result is published and the page is ready.
   // The model's pictures come with the checks the worker made on the weights they were pooled from.
+  const drawn = shown;
   requestAnimationFrame(() => setTimeout(() => {
-    if (ui.shown !== shown) return; // a newer result replaced this one
-    shown.checks ??= checkResult(shown);
+    if (shown !== drawn) return; // a newer result replaced this one
+    drawn.checks ??= checkResult(drawn);
     publish();
-    if (!ui.inputError && isIdle()) setState('ready');
+    if (!inputError() && isIdle()) setState('ready');
   }, 0));
 }
 
 function publish() {
-  const r = ui.shown;
+  const r = shown;
   const small = r.weights.length <= PUBLISH_LIMIT;
-  el.result.textContent = JSON.stringify({
+  const { features, build, crossOriginIsolated } = engineInfo();
+  const view = viewState();
+  published.textContent = JSON.stringify({
     seq: r.id,
     kind: r.kind,
     maskKind: r.request.maskKind,
@@ -95,11 +75,11 @@ function publish() {
     embedDim: r.embedDim,
     shape: [r.N, r.H, r.n, r.m],
     grid: r.grid,
-    zoom: ui.zoom,
+    zoom: view.zoom,
     weights: small ? Array.from(r.weights) : null,
     masked: small ? Array.from(r.masked) : null,
     outputMaxAbs: small && r.outputMaxAbs ? Array.from(r.outputMaxAbs) : null,
-    model: r.model ? { ...r.model, generating: ui.generating } : null,
+    model: r.model ? { ...r.model, generating: stillGenerating() } : null,
     fullyMasked: r.fullyMasked,
     checks: r.checks ?? null, // null until the checks after drawing have run
     weightsShape: r.weightsShape,
@@ -107,11 +87,11 @@ function publish() {
     call: r.call,
     config: r.request.config,
     seed: r.request.seed,
-    weightsSource: r.request.fileId !== null ? `file ${ui.file?.name ?? ''}`.trim() : r.kind === 'sdpa' ? 'none' : 'seeded',
-    view: { sentence: ui.sentence, head: shownHead() },
-    features: ui.features,
-    build: ui.build,
-    crossOriginIsolated: ui.crossOriginIsolated,
+    weightsSource: r.request.fileId !== null ? `file ${fileName() ?? ''}`.trim() : r.kind === 'sdpa' ? 'none' : 'seeded',
+    view: { sentence: view.sentence, head: view.head },
+    features,
+    build,
+    crossOriginIsolated,
     forwardMs: r.forwardMs,
     workerMs: r.workerMs,
     workerPhases: r.phases,
@@ -122,23 +102,27 @@ function publish() {
 
 function main() {
   const params = new URLSearchParams(location.search);
-  bindControls(params);
+  const guided = bindControls(params, {
+    onEdit(what) {
+      guide(false);
+      if (what === 'text') onTyped();
+      // A zoom names positions of one kind's tokens (words, characters, a tokenizer's tokens).
+      else resetZoom();
+      syncRepeatButton();
+    },
+  });
   bindGeneration();
-  bindHeatmap({ onSentence: publish });
+  bindHeatmap({ onSentence: publish, guided });
   bindExport();
   bindModelView();
   // ?threads=1 compares against the single-threaded build.
   const threads = Number(params.get('threads') ?? 2);
   startWorker({
     threads: Number.isInteger(threads) && threads >= 1 ? threads : 2,
-    read: currentRequest,
+    read: () => currentRequest(zoomWindow()),
     accept,
-    onReady(message) {
-      ui.features = message.features;
-      ui.build = message.build;
-      ui.crossOriginIsolated = message.crossOriginIsolated;
-      showFeatures();
-    },
+    failed: stopGeneration,
+    onReady: showFeatures,
   });
 }
 

@@ -6,8 +6,9 @@
 // 'error', and its data-memory the worker's package stats() (JSON) once a folder is opened or
 // refused.
 import { openModel, onModelProgress, requestUpdate } from './compute.js';
-import { syncControls } from './controls-view.js';
-import { $, el, ui } from './page.js';
+import { setOpenedModel } from './controls-view.js';
+import { guide, resetZoom } from './heatmap-view.js';
+import { $ } from './page.js';
 
 /** Every file under a dropped entry (a folder's files, recursively), as File objects. */
 async function filesOf(entry) {
@@ -54,26 +55,19 @@ export function bindModelView() {
     if (!files.length) return;
     setStatus('busy', `Opening ${files.length} files…`);
     // The worker disposes the last model before it reads the next: it is gone either way.
-    ui.opened = null;
-    el.openedOption.disabled = true;
-    el.openedOption.textContent = 'Your model (open a folder below)';
+    setOpenedModel(null);
     const reply = await openModel(files);
     progress.hidden = true;
     panel.dataset.memory = JSON.stringify(reply.memory);
     if (!reply.ok) {
       setStatus('error', `This folder cannot be opened: ${reply.message}.`);
-      if (el.kind.value === 'opened') el.kind.value = 'model';
     } else {
       const { name, modelType, layers, heads, dtype } = reply;
-      ui.opened = { name, modelType, layers, heads, dtype };
-      el.openedOption.disabled = false;
-      el.openedOption.textContent = `Your model: ${name} (${modelType}, ${layers} layers × ${heads} heads)`;
-      el.kind.value = 'opened';
-      ui.guided = false;
+      setOpenedModel({ name, modelType, layers, heads, dtype });
+      guide(false);
       setStatus('ready', `${name} (${modelType}, ${dtype}): ${layers} layers × ${heads} heads. Type your text above.`);
     }
-    ui.zoom = null;
-    syncControls();
+    resetZoom();
     requestUpdate();
   }
 
