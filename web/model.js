@@ -45,7 +45,9 @@ export class CharModel {
         gate: linear(`${prefix}mlp.gate_proj.weight`, this.width, this.inner),
         up: linear(`${prefix}mlp.up_proj.weight`, this.width, this.inner),
         down: linear(`${prefix}mlp.down_proj.weight`, this.inner, this.width),
-        // For queries() and the neuron view (neuron.js): the projections they recompute.
+        // The query projection again, for queries(): the pictures recompute a window's queries.
+        queries: linear(`${prefix}self_attn.q_proj.weight`, this.width, this.heads * config.head_dim),
+        // For the neuron view (neuron.js): the projections it recomputes for one query.
         query: weight(`${prefix}self_attn.q_proj.weight`),
         key: weight(`${prefix}self_attn.k_proj.weight`),
         value: weight(`${prefix}self_attn.v_proj.weight`),
@@ -104,7 +106,7 @@ export class CharModel {
   queries(x, layer, first, count) {
     const { head_dim: d, rope_theta: base } = this.config;
     const { width, heads } = this;
-    const rows = matmulTransposed(x.subarray(first * width, (first + count) * width), this.blocks[layer].query, count, width, heads * d);
+    const rows = this.blocks[layer].queries.forward({ data: x.subarray(first * width, (first + count) * width), shape: [count, width] }).data;
     const positions = Int32Array.from({ length: count }, (_, i) => first + i);
     return this.attn.rope(splitHeads(rows, count, heads, d), { positions, base });
   }
@@ -120,7 +122,7 @@ export class CharModel {
   /** Frees the model's modules (its attention blocks and Linear layers) in wasm memory. */
   dispose() {
     this.head.dispose();
-    for (const block of this.blocks) for (const module of [block.attention, block.gate, block.up, block.down]) module.dispose();
+    for (const block of this.blocks) for (const module of [block.attention, block.queries, block.gate, block.up, block.down]) module.dispose();
   }
 }
 

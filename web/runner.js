@@ -213,8 +213,9 @@ function topPredictions(logits, vocab, count) {
     .slice(0, count);
 }
 
-// Weights one KVCache.attend returns at most (16 MB): longer windows are computed in chunks of rows.
-const CHUNK_WEIGHTS = 1 << 22;
+// Weights one KVCache.attend returns at most (4 MB): longer windows are computed in chunks of rows,
+// each chunk's keys stopping at its last row, so that little of what is copied out is masked.
+const CHUNK_WEIGHTS = 1 << 20;
 
 /**
  * The trained model over request.sentences[0] (its characters), every layer's heads as one
@@ -232,6 +233,7 @@ function computeModel(runner, request) {
   let forwardMs;
   let tokens;
   let textScores;
+  const phases = {}; // ms: the forward (or a text seen before: none) and the pictures of the window
   if (request.generate) {
     // Generation keeps every row of weights of every head, so it stays at the other kinds' length.
     const length = request.sentences[0].length; // characters (text.length counts UTF-16 units)
@@ -250,12 +252,15 @@ function computeModel(runner, request) {
   } else {
     const forwardStarted = performance.now();
     const forward = runner.modelForward(text);
+    const picturesStarted = performance.now();
+    phases.forward = picturesStarted - forwardStarted;
     const grid = gridOf(forward.length, forward.length, request.window);
     // The scores on the text need every row: a window of all of them scores them once per text.
     const scorer = forward.textScores || grid.row > 0 || grid.rowEnd < forward.length
       ? null : new HeadScorer(model.layers, model.heads, inductionTargets(forward.ids));
     pictures = modelPictures(model, forward, grid, scorer);
     if (scorer) forward.textScores = scorer.scores().flat();
+    phases.pictures = performance.now() - picturesStarted;
     forwardMs = performance.now() - forwardStarted;
     next = forward.next;
     tokens = request.sentences[0];
@@ -285,7 +290,7 @@ function computeModel(runner, request) {
     outputShape: [1, request.generate ? 1 : t, width],
     call: `new GroupedQueryAttention(${width}, ${heads}, ${kvHeads}, { headDim: ${headDim} }).forward(x [1, ${request.generate ? 1 : t}, ${width}], ${options}) in each of ${model.layers} layers`,
     forwardMs,
-    phases: {},
+    phases,
     workerMs: performance.now() - started,
     model: {
       name: 'the trained model',
