@@ -705,8 +705,12 @@ export interface Linear {
   readonly bias: boolean;
   readonly dtype: 'f32' | 'f16';
   loadStateDict(stateDict: Map<string, Tensor | HalfTensor> | Record<string, Tensor | HalfTensor>, opts?: LoadStateDictOptions): this;
-  /** `x [..., inFeatures]` → `[..., outFeatures]`. */
-  forward(x: Tensor): ResultTensor;
+  /**
+   * `x [..., inFeatures]` → `[..., outFeatures]`. `out`: a `Float32Array` of the output's length
+   * to write it into (the result's `data` is then `out`): a buffer reused call after call needs no
+   * fresh memory.
+   */
+  forward(x: Tensor, opts?: { out?: Float32Array }): ResultTensor;
   /** Frees its wasm memory now; later use throws (`DISPOSED`). */
   dispose(): void;
   [Symbol.dispose](): void;

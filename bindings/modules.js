@@ -155,14 +155,16 @@ class AttentionModule {
 
 // Runs a module's forward: shape check (gives the result shapes), then the call proper. The output
 // may overwrite input `outputOverInput` where the module allows it.
-function forward(state, shapeEntries, check, inputs, run, outputOverInput) {
+function forward(state, shapeEntries, check, inputs, run, outputOverInput, out = null) {
   const { runtime } = state;
   const shapes = shapeEntries && runtime.writeShapes(shapeEntries);
   const result = check(shapes);
   if (!result || result.output === undefined) throwIfFailed(result);
+  if (out && out.length !== numel(result.output))
+    throw new AttentionError('out', `a Float32Array of ${numel(result.output)} elements (the output ${shapeString(result.output)})`, describe(out));
   const [output, weights] = runtime.invoke(
     inputs,
-    [[result.output, 'output', outputOverInput], [result.weights, 'weights']],
+    [[result.output, 'output', outputOverInput, out], [result.weights, 'weights']],
     (pointers, [out, w]) => run(shapes, pointers, out, w),
   );
   return { output, weights };
@@ -553,10 +555,15 @@ export function createModuleClasses(runtime, KVCache) {
       return this;
     }
 
-    /** x [..., inFeatures] → [..., outFeatures]. */
-    forward(x) {
+    /**
+     * x [..., inFeatures] → [..., outFeatures]. opts.out: a Float32Array of the output's length
+     * that the result is written into (its `data`), for callers that reuse one buffer per layer.
+     */
+    forward(x, opts) {
       const { state, wasm } = live(this, 'forward');
       checkTensor(x, 'x');
+      opts = checkOptions(opts, ['out']);
+      if (opts.out !== undefined && !(opts.out instanceof Float32Array)) throw new AttentionError('out', 'a Float32Array', describe(opts.out));
       runtime.checkRank(x.shape, 'x', '[..., inFeatures]');
       return forward(
         state,
@@ -564,6 +571,8 @@ export function createModuleClasses(runtime, KVCache) {
         () => wasm._linearCheck(state.handle, tensorView(0, x)),
         [[x.data, 'x']],
         (_, [xp], out) => wasm._linearForward(state.handle, tensorView(xp, x), out),
+        undefined,
+        opts.out,
       ).output;
     }
   }

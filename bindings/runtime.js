@@ -166,7 +166,9 @@ export class Runtime {
         return input?.byteLength === bytes ? inputPointers[overInput] : heap.alloc(bytes, what);
       });
       throwIfFailed(call(inputPointers, outputPointers, heap));
-      return outputs.map(([shape], i) => (shape ? { data: heap.copyOutFloats(outputPointers[i], numel(shape)), shape } : null));
+      // Each output is copied out of the heap: into the caller's array when it gave one (`into`,
+      // checked for its length), else a new one.
+      return outputs.map(([shape, , , into], i) => (shape ? { data: heap.copyOutFloats(outputPointers[i], numel(shape), into), shape } : null));
     } finally {
       heap.free();
     }

@@ -92,6 +92,24 @@ describe('Linear', () => {
     linear.dispose();
   });
 
+  test('forward(x, { out }) writes the result into the array given, the same values as a fresh one', () => {
+    const linear = new attn.Linear(8, 5).loadStateDict({ weight: randomTensor([5, 8], rng(5)), bias: randomTensor([5], rng(6)) });
+    const out = new Float32Array(3 * 5);
+    for (const seed of [7, 8]) {
+      const x = randomTensor([3, 8], rng(seed));
+      const fresh = linear.forward(x);
+      const into = linear.forward(x, { out });
+      assert.equal(into.data, out, 'the array given, reused');
+      assert.deepEqual(into.shape, [3, 5]);
+      assert.deepEqual(into.data, fresh.data);
+    }
+    // No heap growth from writing into the caller's array, call after call.
+    const heap = attn.stats().wasmHeapBytes;
+    for (let i = 0; i < 20; i++) linear.forward(randomTensor([3, 8], rng(i)), { out });
+    assert.equal(attn.stats().wasmHeapBytes, heap);
+    linear.dispose();
+  });
+
   test('bad weights and inputs name the entry, the expected and the given shape', () => {
     const linear = new attn.Linear(4, 3);
     const named = (fn, argument, ...parts) => assert.throws(fn, (err) => {
@@ -112,6 +130,9 @@ describe('Linear', () => {
     named(() => new attn.Linear(0, 3), 'inFeatures', 'an integer in [1, 2147483647]', 'got 0');
     named(() => new attn.Linear(2, 3, { dtype: 'bf16' }), 'dtype', '"f32", "f16"');
     named(() => new attn.Linear(4, 3, { bias: false }).loadStateDict({ weight: w, bias: b }), "stateDict['bias']", 'this module has weight');
+    named(() => linear.forward(randomTensor([2, 4], rng(4)), { out: new Float32Array(5) }), 'out', 'a Float32Array of 6 elements (the output [2, 3])', 'got Float32Array(5)');
+    named(() => linear.forward(randomTensor([2, 4], rng(4)), { out: new Float64Array(6) }), 'out', 'a Float32Array', 'got Float64Array(6)');
+    named(() => linear.forward(randomTensor([2, 4], rng(4)), { outs: new Float32Array(6) }), 'outs', 'one of the options out');
     // The instance keeps working.
     assert.deepEqual(linear.forward({ data: new Float32Array(4), shape: [4] }).data, b.data);
     linear.dispose();

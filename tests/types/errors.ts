@@ -189,3 +189,5 @@ try {
   }
 }
 console.log(wrongKind);
+// @ts-expect-error Linear writes into a Float32Array only
+new attn.Linear(4, 4).forward({ data: new Float32Array(4), shape: [1, 4] }, { out: new Float64Array(4) });

@@ -147,6 +147,7 @@ const heldMask: BoolMask = paddedCache.mask();
 const proj: Linear = new attn.Linear(64, 128, { bias: false, dtype: 'f16' });
 proj.loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }), { prefix: 'model.layers.0.mlp.up_proj.' });
 const projected: ResultTensor = proj.forward(tensor([2, 64]));
+const reused: ResultTensor = proj.forward(tensor([2, 64]), { out: new Float32Array(2 * 128) });
 const projDtype: 'f32' | 'f16' = proj.dtype;
 // A shape written `as const` is accepted.
 attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);

@@ -92,7 +92,11 @@ export class DecoderModel {
    */
   forward(ids, { needWeights = false, logits = 'all' } = {}) {
     const t = ids.length, width = this.width;
-    const norm = (values, weight) => rmsNorm(values, weight, width, this.eps, this.layout.unitOffset);
+    // Every norm's result is used up before the next norm: one buffer serves them all (fresh
+    // memory for each would cost more than the norms themselves).
+    const normed = new Float32Array(t * width);
+    const buffers = {}; // the MLP's (mlp())
+    const norm = (values, weight) => rmsNorm(values, weight, width, this.eps, this.layout.unitOffset, normed);
     const x = embed(this.embedding, ids, width, this.embedScale);
     const attentions = [];
     const { norms } = this.layout;
@@ -102,7 +106,7 @@ export class DecoderModel {
       attentions.push(weights ? weights.data : null);
       addInto(x, norms === 'pre' ? output.data : norm(output.data, block.postNorm));
       const mlpInput = norms === 'pre' ? norm(x, block.postNorm) : norms === 'sandwich' ? norm(x, block.preFeedforwardNorm) : x;
-      const mlpOutput = this.mlp(mlpInput, block, t);
+      const mlpOutput = this.mlp(mlpInput, block, t, buffers);
       addInto(x, norms === 'pre' ? mlpOutput : norm(mlpOutput, block.postFeedforwardNorm));
     }
     const result = headRows(this.head, norm(x, this.finalNorm), t, width, logits);
@@ -111,24 +115,30 @@ export class DecoderModel {
   }
 
   // down(act(gate(x)) · up(x)); Phi-3's gate and up come as the two halves of one projection.
-  mlp(x, block, t) {
+  // `buffers` ({ gate, up, gateUp, down }, filled in on first use) are the forward's own arrays for
+  // these results, reused layer after layer: fresh memory for each would cost more than the
+  // activations themselves.
+  mlp(x, block, t, buffers) {
     const rows = { data: x, shape: [t, this.width] };
-    let gate, up;
+    const inner = (block.gateUp ?? block.gate).outFeatures / (block.gateUp ? 2 : 1);
+    buffers.gate ??= new Float32Array(t * inner);
+    buffers.up ??= new Float32Array(t * inner);
+    const { gate, up } = buffers;
     if (block.gateUp) {
-      const both = block.gateUp.forward(rows).data, inner = both.length / t / 2;
-      gate = new Float32Array(t * inner);
-      up = new Float32Array(t * inner);
+      buffers.gateUp ??= new Float32Array(2 * t * inner);
+      const both = block.gateUp.forward(rows, { out: buffers.gateUp }).data;
       for (let i = 0; i < t; i++) {
         gate.set(both.subarray(2 * i * inner, (2 * i + 1) * inner), i * inner);
         up.set(both.subarray((2 * i + 1) * inner, (2 * i + 2) * inner), i * inner);
       }
     } else {
-      gate = block.gate.forward(rows).data;
-      up = block.up.forward(rows).data;
+      block.gate.forward(rows, { out: gate });
+      block.up.forward(rows, { out: up });
     }
     activate(gate, this.act);
     for (let i = 0; i < gate.length; i++) gate[i] *= up[i];
-    return block.down.forward({ data: gate, shape: [t, gate.length / t] }).data;
+    buffers.down ??= new Float32Array(t * this.width);
+    return block.down.forward({ data: gate, shape: [t, inner] }, { out: buffers.down }).data;
   }
 
   dispose() {

@@ -3,8 +3,7 @@
 // page's worker, the tests and the benchmarks all run them).
 
 /** Row-wise x / sqrt(mean(x²) + eps) · w (Llama's RMSNorm), or · (1 + w) with `unitOffset` (Gemma's). */
-export function rmsNorm(x, w, width, eps, unitOffset = false) {
-  const out = new Float32Array(x.length);
+export function rmsNorm(x, w, width, eps, unitOffset = false, out = new Float32Array(x.length)) {
   for (let row = 0; row < x.length; row += width) {
     let squares = 0;
     for (let i = 0; i < width; i++) squares += x[row + i] * x[row + i];
