@@ -34,13 +34,13 @@ export class HeapScope {
     return pointer;
   }
 
-  // A JS-owned copy: memory growth or a later call cannot change it. Into `into` when given (an
-  // array the caller reuses: no fresh memory to fault in), else a new array.
+  // A JS-owned copy: memory growth or a later call cannot change it. Into the start of `into` when
+  // given (an array the caller reuses: no fresh memory to fault in), else a new array.
   copyOutFloats(pointer, length, into = null) {
     const view = new Float32Array(heapBuffer(this.#wasm), pointer, length);
     if (!into) return view.slice();
     into.set(view);
-    return into;
+    return into.length === length ? into : into.subarray(0, length);
   }
 
   free() {

@@ -481,6 +481,12 @@ export interface KVCacheAttendOptions {
   attnMask?: Mask | null;
   /** Default false. Weight columns are the held positions, oldest first. */
   needWeights?: boolean;
+  /**
+   * Arrays to write the results into, each with room for its result (the result's `data` is its
+   * start): a loop that reuses them allocates no fresh memory a call. `weights` needs
+   * `needWeights: true`.
+   */
+  out?: { output?: Float32Array; weights?: Float32Array };
 }
 
 /**
@@ -706,9 +712,9 @@ export interface Linear {
   readonly dtype: 'f32' | 'f16';
   loadStateDict(stateDict: Map<string, Tensor | HalfTensor> | Record<string, Tensor | HalfTensor>, opts?: LoadStateDictOptions): this;
   /**
-   * `x [..., inFeatures]` → `[..., outFeatures]`. `out`: a `Float32Array` of the output's length
-   * to write it into (the result's `data` is then `out`): a buffer reused call after call needs no
-   * fresh memory.
+   * `x [..., inFeatures]` → `[..., outFeatures]`. `out`: a `Float32Array` with room for the output
+   * to write it into (the result's `data` is `out`, or its start): a buffer reused call after call
+   * needs no fresh memory.
    */
   forward(x: Tensor, opts?: { out?: Float32Array }): ResultTensor;
   /** Frees its wasm memory now; later use throws (`DISPOSED`). */

@@ -5,11 +5,11 @@ import { adopt, expose, internals, live, release } from './owned.js';
 import { HeapScope, heapBuffer } from './heap.js';
 import { disposeSymbol, maskView, tensorView, throwIfFailed } from './runtime.js';
 import {
-  checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
+  checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkOutArray, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
 } from './validate.js';
 
 const CONFIG = ['batch', 'heads', 'headDim', 'valueDim', 'maxLength', 'dtype', 'window'];
-const ATTEND_OPTIONS = ['isCausal', 'scale', 'softcap', 'alibi', 'window', 'attnMask', 'needWeights'];
+const ATTEND_OPTIONS = ['isCausal', 'scale', 'softcap', 'alibi', 'window', 'attnMask', 'needWeights', 'out'];
 const DTYPES = ['f32', 'f16'];
 
 function checkSize(value, argument) {
@@ -100,6 +100,8 @@ export function createKVCacheClass(runtime) {
       const window = opts.window === undefined ? undefined : checkSize(opts.window, 'window');
       const mask = checkMask(opts.attnMask, 'attnMask');
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
+      const out = checkOptions(opts.out, ['output', 'weights'], 'out');
+      if (out.weights !== undefined && !needWeights) throw new AttentionError('out.weights', 'needWeights: true (the weights to write)', 'needWeights false');
       runtime.checkRank(query.shape, 'query', '[batch, Hq, n, headDim]');
       if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [batch, Hq, n, length]');
       // The core's CacheAttendOptions, with the mask and slopes at the given pointers.
@@ -112,7 +114,8 @@ export function createKVCacheClass(runtime) {
       if (!result || result.output === undefined) throwIfFailed(result);
       const [output, weights] = runtime.invoke(
         [[query.data, 'query'], [mask?.data, 'attnMask'], [alibi.slopes, 'alibi']],
-        [[result.output, 'output'], [needWeights ? result.weights : null, 'weights']],
+        [[result.output, 'output', undefined, checkOutArray(out.output, 'out.output', result.output)],
+          [needWeights ? result.weights : null, 'weights', undefined, needWeights ? checkOutArray(out.weights, 'out.weights', result.weights) : null]],
         ([q, m, slopes], [out, w]) => wasm._cacheAttend(state.handle, tensorView(q, query), options({ mask: m, slopes }), out, w),
       );
       return { output, weights };

@@ -4,7 +4,7 @@ import { AttentionError, describe, keepClassNames, shapeString } from './errors.
 import { cacheHandle } from './kv_cache.js';
 import {
   checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkShape, checkTensor, checkTokenMask,
-  MAX_DIM, numel,
+  checkOutArray, MAX_DIM, numel,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
 import { disposeSymbol, idsView, maskType, maskView, tensorView, throwIfFailed } from './runtime.js';
@@ -160,11 +160,9 @@ function forward(state, shapeEntries, check, inputs, run, outputOverInput, out =
   const shapes = shapeEntries && runtime.writeShapes(shapeEntries);
   const result = check(shapes);
   if (!result || result.output === undefined) throwIfFailed(result);
-  if (out && out.length !== numel(result.output))
-    throw new AttentionError('out', `a Float32Array of ${numel(result.output)} elements (the output ${shapeString(result.output)})`, describe(out));
   const [output, weights] = runtime.invoke(
     inputs,
-    [[result.output, 'output', outputOverInput, out], [result.weights, 'weights']],
+    [[result.output, 'output', outputOverInput, checkOutArray(out, 'out', result.output)], [result.weights, 'weights']],
     (pointers, [out, w]) => run(shapes, pointers, out, w),
   );
   return { output, weights };
@@ -556,14 +554,14 @@ export function createModuleClasses(runtime, KVCache) {
     }
 
     /**
-     * x [..., inFeatures] → [..., outFeatures]. opts.out: a Float32Array of the output's length
-     * that the result is written into (its `data`), for callers that reuse one buffer per layer.
+     * x [..., inFeatures] → [..., outFeatures]. opts.out: a Float32Array with room for the output
+     * that the result is written into (its `data` is out, or its start), for callers that reuse
+     * one buffer per layer.
      */
     forward(x, opts) {
       const { state, wasm } = live(this, 'forward');
       checkTensor(x, 'x');
       opts = checkOptions(opts, ['out']);
-      if (opts.out !== undefined && !(opts.out instanceof Float32Array)) throw new AttentionError('out', 'a Float32Array', describe(opts.out));
       runtime.checkRank(x.shape, 'x', '[..., inFeatures]');
       return forward(
         state,

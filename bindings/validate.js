@@ -37,6 +37,16 @@ export function checkTensor(value, argument) {
   return value;
 }
 
+// An array a result is written into (opts.out): a Float32Array with room for `shape`; null and
+// undefined mean none (a new array).
+export function checkOutArray(value, argument, shape) {
+  if (value === null || value === undefined) return null;
+  if (!(value instanceof Float32Array)) throw new AttentionError(argument, 'a Float32Array', describe(value));
+  if (value.length < numel(shape))
+    throw new AttentionError(argument, `a Float32Array of at least ${numel(shape)} elements (the result ${shapeString(shape)})`, describe(value));
+  return value;
+}
+
 // A mask is boolean (Uint8Array of 0/1) or additive (Float32Array); null and undefined mean none.
 export function checkMask(value, argument) {
   if (value === null || value === undefined) return null;
@@ -70,7 +80,7 @@ export function checkPositive(value, argument) {
 // Options objects: unknown keys are errors, so a misspelt option never silently does nothing.
 export function checkOptions(opts, allowed, argument = 'opts') {
   if (opts === undefined || opts === null) return {};
-  if (typeof opts !== 'object' || Array.isArray(opts)) throw new AttentionError(argument, 'an options object', describe(opts));
+  if (typeof opts !== 'object' || Array.isArray(opts) || ArrayBuffer.isView(opts)) throw new AttentionError(argument, 'an options object', describe(opts));
   for (const key of Object.keys(opts)) {
     if (!allowed.includes(key)) throw new AttentionError(key, `one of the options ${allowed.join(', ')}`, 'an unknown option');
   }

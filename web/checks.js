@@ -46,10 +46,35 @@ export function checkRows(weights, masked, rows, m, checks) {
         open++;
       }
     }
-    if (!Number.isFinite(sum)) checks.nonFinite++;
-    const error = Math.abs(sum - (open === 0 ? 0 : 1));
-    if (error > checks.maxRowSumError) checks.maxRowSumError = error;
+    endRow(sum, open, checks);
   }
+}
+
+/**
+ * checkRows for causal rows, without a mask to build and read: row i of weights [rows, m] sees
+ * keys 0 … first + i, the rest are masked.
+ */
+export function checkCausalRows(weights, rows, m, first, checks) {
+  for (let i = 0; i < rows; i++) {
+    const row = i * m;
+    const open = Math.min(m, first + i + 1);
+    let sum = 0;
+    for (let j = row; j < row + open; j++) sum += weights[j];
+    for (let j = row + open; j < row + m; j++) {
+      const w = weights[j];
+      sum += w;
+      const a = w < 0 ? -w : w;
+      if (a > checks.maxMaskedWeight) checks.maxMaskedWeight = a;
+    }
+    endRow(sum, open, checks);
+  }
+}
+
+// A row's sum against what it should be: 1, or 0 when every key is masked.
+function endRow(sum, open, checks) {
+  if (!Number.isFinite(sum)) checks.nonFinite++;
+  const error = Math.abs(sum - (open === 0 ? 0 : 1));
+  if (error > checks.maxRowSumError) checks.maxRowSumError = error;
 }
 
 /**

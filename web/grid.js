@@ -42,9 +42,9 @@ export function evenBins(count, cells) {
   return Int32Array.from({ length: count }, (_, k) => Math.floor((k * cells) / count));
 }
 
-/** The columns [start, end) in cells `step` wide: { first: start, bins: the cell of each }. */
+/** The columns [start, end) in cells `step` wide: { first: start, bins: the cell of each, step }. */
 export function columnsOf(start, end, step) {
-  return { first: start, bins: Int32Array.from({ length: Math.max(0, end - start) }, (_, k) => Math.floor(k / step)) };
+  return { first: start, bins: Int32Array.from({ length: Math.max(0, end - start) }, (_, k) => Math.floor(k / step)), step };
 }
 
 /**
@@ -52,7 +52,11 @@ export function columnsOf(start, end, step) {
  * for the [n, m] plane's columns first … first + bins.length − 1 (`columns`, as columnsOf gives).
  * `out` starts at 0 (or a previous chunk's maxima).
  */
-export function maxPool(plane, n, m, rowBin, { first, bins }, cols, out, rowScale = null) {
+export function maxPool(plane, n, m, rowBin, { first, bins, step = 1 }, cols, out, rowScale = null) {
+  if (step > 1 && !rowScale) {
+    maxPoolRuns(plane, n, m, rowBin, first, bins.length, step, cols, out);
+    return;
+  }
   for (let i = 0; i < n; i++) {
     const base = rowBin[i] * cols;
     const row = i * m + first;
@@ -62,6 +66,22 @@ export function maxPool(plane, n, m, rowBin, { first, bins }, cols, out, rowScal
       const value = plane[row + k] * scale;
       const at = base + bins[k];
       if (value > out[at]) out[at] = value;
+    }
+  }
+}
+
+// maxPool over `length` columns `step` a cell (columnsOf's), unscaled: each cell's run of columns
+// reduced to its maximum first, then one comparison with the cell (a quarter of the loads and
+// stores at 4 tokens a cell). As maxPool, a NaN never lands in a cell.
+function maxPoolRuns(plane, n, m, rowBin, first, length, step, cols, out) {
+  for (let i = 0; i < n; i++) {
+    const base = rowBin[i] * cols;
+    const row = i * m + first;
+    for (let start = 0, cell = base; start < length; start += step, cell++) {
+      const end = Math.min(length, start + step);
+      let max = out[cell];
+      for (let k = start; k < end; k++) if (plane[row + k] > max) max = plane[row + k];
+      out[cell] = max;
     }
   }
 }

@@ -2,7 +2,7 @@
 // the Llama layout whose attention blocks are the package's GroupedQueryAttention and whose MLP and
 // output head (tied to the embedding) are its Linear; the embedding and RMSNorm are plain JS. No
 // DOM: the tests run this file under Node.
-import { addInto, rmsNorm, splitHeads } from './models/ops.js';
+import { addInto, headRows, rmsNorm, splitHeads } from './models/ops.js';
 
 // The Hugging Face state-dict names the training script writes.
 const layerPrefix = (layer) => `model.layers.${layer}.`;
@@ -75,27 +75,31 @@ export class CharModel {
 
   /**
    * Runs `ids` (appended to `caches` when given: the positions continue from what they hold).
-   * → { logits [t, vocab], weights: per layer [heads, t, m] or null, attentionInputs: per layer
-   * the normalised [t, width] rows each attention block read (the neuron view's q and k come from
-   * them) }.
+   * → { logits [t, vocab] (or as `logits` says: 'all', 'last', 'none'), weights: per layer
+   * [heads, t, m] or null, attentionInputs: per layer the normalised [t, width] rows each attention
+   * block read (the neuron view's q and k come from them) }.
    */
-  forward(ids, { caches = null, needWeights = false } = {}) {
+  forward(ids, { caches = null, needWeights = false, logits = 'all' } = {}) {
     const t = ids.length;
     const width = this.width;
     const x = new Float32Array(t * width);
     for (let i = 0; i < t; i++) x.set(this.embedding.subarray(ids[i] * width, (ids[i] + 1) * width), i * width);
     const weights = [];
     const attentionInputs = [];
+    // Arrays reused layer after layer (fresh ones cost more than these small layers): the MLP's
+    // input and results (mlp()).
+    const mlpInput = new Float32Array(t * width);
+    const buffers = {};
     this.blocks.forEach((block, layer) => {
       const normed = rmsNorm(x, block.inputNorm, width, this.eps);
       attentionInputs.push(normed);
       const result = block.attention.forward({ shape: [1, t, width], data: normed }, { cache: caches?.[layer] ?? null, needWeights });
       addInto(x, result.output.data);
       weights.push(result.weights ? result.weights.data : null);
-      addInto(x, this.mlp(rmsNorm(x, block.postNorm, width, this.eps), block, t));
+      addInto(x, this.mlp(rmsNorm(x, block.postNorm, width, this.eps, false, mlpInput), block, t, buffers));
     });
-    const logits = this.head.forward({ data: rmsNorm(x, this.finalNorm, width, this.eps), shape: [t, width] }).data;
-    return { logits, weights: needWeights ? weights : null, attentionInputs };
+    const result = headRows(this.head, rmsNorm(x, this.finalNorm, width, this.eps, false, mlpInput), t, width, logits);
+    return { logits: result, weights: needWeights ? weights : null, attentionInputs };
   }
 
   /**
@@ -111,12 +115,13 @@ export class CharModel {
     return this.attn.rope(splitHeads(rows, count, heads, d), { positions, base });
   }
 
-  mlp(x, block, t) {
+  /** down(SiLU(gate(x)) · up(x)), its results in `buffers` ({ gate, up, down }, made on first use). */
+  mlp(x, block, t, buffers) {
     const rows = { data: x, shape: [t, this.width] };
-    const gate = block.gate.forward(rows).data;
-    const up = block.up.forward(rows).data;
+    const gate = block.gate.forward(rows, { out: buffers.gate ??= new Float32Array(t * this.inner) }).data;
+    const up = block.up.forward(rows, { out: buffers.up ??= new Float32Array(t * this.inner) }).data;
     for (let i = 0; i < gate.length; i++) gate[i] = (gate[i] / (1 + Math.exp(-gate[i]))) * up[i]; // SiLU(gate) · up
-    return block.down.forward({ data: gate, shape: [t, this.inner] }).data;
+    return block.down.forward({ data: gate, shape: [t, this.inner] }, { out: buffers.down ??= new Float32Array(t * this.width) }).data;
   }
 
   /** Frees the model's modules (its attention blocks and Linear layers) in wasm memory. */
@@ -137,7 +142,7 @@ export class Generation {
     this.caches = model.createCaches(maxLength, dtype);
     this.ids = Array.from(ids);
     this.rows = model.blocks.map(() => []); // per layer: per query position, its [heads, position + 1] row
-    const { logits, weights } = model.forward(Int32Array.from(ids), { caches: this.caches, needWeights: true });
+    const { logits, weights } = model.forward(Int32Array.from(ids), { caches: this.caches, needWeights: true, logits: 'last' });
     const t = ids.length;
     weights.forEach((layer, l) => {
       for (let i = 0; i < t; i++) {
@@ -146,7 +151,7 @@ export class Generation {
         this.rows[l].push(row);
       }
     });
-    this.next = logits.subarray(-model.vocab.length);
+    this.next = logits;
   }
 
   get full() {

@@ -9,7 +9,7 @@
 import { MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
 import { binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
-import { checkRows, noFindings } from './checks.js';
+import { checkCausalRows, checkRows, noFindings } from './checks.js';
 import { Generation } from './model.js';
 import { openModelFolder } from './models/folder.js';
 import { HeadScorer, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from './models/scores.js';
@@ -162,7 +162,7 @@ export class AttentionRunner {
     const caches = model.createCaches(ids.length, 'f32');
     try {
       if (kept) caches.forEach((cache, layer) => cache.append(last.keys[layer], last.values[layer]));
-      const { logits, attentionInputs } = model.forward(ids.subarray(kept), { caches });
+      const { logits, attentionInputs } = model.forward(ids.subarray(kept), { caches, logits: 'last' });
       this.lastForward = {
         text,
         length: ids.length,
@@ -170,7 +170,7 @@ export class AttentionRunner {
         ids,
         keys: caches.map((cache) => cache.keys()),
         values: caches.map((cache) => cache.values()),
-        next: logits.subarray(-model.vocab.length),
+        next: logits,
       };
     } finally {
       for (const cache of caches) cache.dispose();
@@ -216,6 +216,7 @@ function topPredictions(logits, vocab, count) {
 // Weights one KVCache.attend returns at most (4 MB): longer windows are computed in chunks of rows,
 // each chunk's keys stopping at its last row, so that little of what is copied out is masked.
 const CHUNK_WEIGHTS = 1 << 20;
+let chunkWeights = null; // modelPictures()' array for them
 
 /**
  * The trained model over request.sentences[0] (its characters), every layer's heads as one
@@ -383,6 +384,12 @@ export function modelPictures(model, forward, grid, scorer = null) {
   const cells = grid.rows * grid.cols;
   const weights = new Float32Array(model.layers * heads * cells);
   const checks = noFindings();
+  // attend() writes each chunk into these, reused chunk after chunk (and the weights' from one
+  // update to the next): fresh arrays would cost more than the attention (memory to fault in).
+  const out = {
+    weights: chunkWeights ??= new Float32Array(CHUNK_WEIGHTS),
+    output: new Float32Array(heads * (grid.rowEnd - grid.row) * model.config.head_dim),
+  };
   for (let layer = 0; layer < model.layers; layer++) {
     const cache = model.blocks[layer].attention.createCache(forward.length, { dtype: 'f32' });
     try {
@@ -391,15 +398,13 @@ export function modelPictures(model, forward, grid, scorer = null) {
         const count = Math.min(end - grid.row, Math.max(1, Math.floor(CHUNK_WEIGHTS / (heads * end))));
         const first = end - count;
         cache.truncate(end);
-        const chunk = cache.attend(model.queries(forward.inputs[layer], layer, first, count), { needWeights: true }).weights.data;
-        const masked = new Uint8Array(count * end);
-        for (let i = 0; i < count; i++) masked.fill(1, i * end + first + i + 1, (i + 1) * end);
+        const chunk = cache.attend(model.queries(forward.inputs[layer], layer, first, count), { needWeights: true, out }).weights.data;
         const rowBin = binsOf(first, count, grid.row, grid.step); // the chunk lies inside the window
         // Keys past the chunk's last row are not in its weights: their cells stay 0 (and masked).
         const columns = columnsOf(grid.col, Math.min(grid.colEnd, end), grid.step);
         for (let h = 0; h < heads; h++) {
           const plane = chunk.subarray(h * count * end, (h + 1) * count * end);
-          checkRows(plane, masked, count, end, checks);
+          checkCausalRows(plane, count, end, first, checks);
           scorer?.add(layer, h, plane, first, count, end);
           const picture = layer * heads + h;
           maxPool(plane, count, end, rowBin, columns, grid.cols, weights.subarray(picture * cells, (picture + 1) * cells));

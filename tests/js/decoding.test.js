@@ -154,6 +154,35 @@ for (const build of BUILDS) {
       }
     });
 
+    test('attend(q, { out }) writes the output and weights into the arrays given, at their start', () => {
+      const cache = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 16 });
+      cache.append(randomTensor([1, 2, 6, 4], rng(11)), randomTensor([1, 2, 6, 4], rng(12)));
+      const output = new Float32Array(2 * 3 * 4);
+      const weights = new Float32Array(100).fill(-1);
+      for (const seed of [13, 14]) {
+        const q = randomTensor([1, 2, 3, 4], rng(seed));
+        const fresh = cache.attend(q, { needWeights: true });
+        const into = cache.attend(q, { needWeights: true, out: { output, weights } });
+        assert.equal(into.output.data, output);
+        assert.equal(into.weights.data.buffer, weights.buffer);
+        assert.deepEqual(into.output.data, fresh.output.data);
+        assert.deepEqual(into.weights.data, fresh.weights.data);
+        assert.deepEqual(into.weights.shape, [1, 2, 3, 6]);
+      }
+      assert.equal(weights[36], -1, 'past the weights, the array is untouched');
+      const named = (opts, argument, part) => assert.throws(() => cache.attend(randomTensor([1, 2, 3, 4], rng(15)), opts),
+        (err) => err instanceof AttentionError && err.argument === argument && err.message.includes(part));
+      named({ needWeights: true, out: { weights: new Float32Array(35) } }, 'out.weights', 'at least 36 elements (the result [1, 2, 3, 6])');
+      named({ out: { weights } }, 'out.weights', 'needWeights: true');
+      named({ out: { output: new Float64Array(24) } }, 'out.output', 'a Float32Array');
+      named({ out: new Float32Array(24) }, 'out', 'an options object');
+      // The cache keeps working, and its memory stays where it was.
+      const heap = attn.stats().wasmHeapBytes;
+      for (let i = 0; i < 10; i++) cache.attend(randomTensor([1, 2, 3, 4], rng(i)), { needWeights: true, out: { output, weights } });
+      assert.equal(attn.stats().wasmHeapBytes, heap);
+      cache.dispose();
+    });
+
     test('caches count as live objects until disposed, and a disposed cache throws DISPOSED', () => {
       const before = attn.stats().liveObjects;
       const cache = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8 });
