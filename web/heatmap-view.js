@@ -95,9 +95,13 @@ export function show(shown) {
   }
   resetViews();
   updateModelTitles();
-  renderThumbnails();
   render();
   syncSentenceChoice();
+  // The thumbnails in a task of their own: with the heatmap in this one, no task runs long.
+  const drawn = shown;
+  setTimeout(() => {
+    if (state.shown === drawn) renderThumbnails();
+  }, 0);
 }
 
 /** The zoom asked for ({ row, col, size } in tokens, or null): the trained model's long texts are computed for it. */
