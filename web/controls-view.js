@@ -3,7 +3,7 @@
 // the text, the custom mask the heatmap paints (setCustomCell) and the weights chosen: a file for
 // MultiheadAttention, the model folder opened (setOpenedModel).
 import { requestUpdate, sendFile } from './compute.js';
-import { EXAMPLE_TEXT, MAX_TOKENS, MODEL_MAX_TOKENS, VERSE_TEXT, lengthen, sentencesOf } from './embeddings.js';
+import { EXAMPLE_TEXT, MAX_TOKENS, MODEL_MAX_TOKENS, OPENED_MAX_TOKENS, VERSE_TEXT, lengthen, sentencesOf } from './embeddings.js';
 import { MAX_GRID } from './grid.js';
 import { maskParts } from './masks.js';
 import { GAIN } from './parameters.js';
@@ -217,6 +217,7 @@ export function bindControls(params, { onEdit }) {
   $('#max-tokens').textContent = String(MAX_TOKENS);
   $('#model-max-tokens').textContent = String(MODEL_MAX_TOKENS);
   $('#generation-max-tokens').textContent = String(MAX_TOKENS);
+  $('#opened-max-tokens').textContent = String(OPENED_MAX_TOKENS);
   // ?kind=mha (or any other kind's value) opens that kind: links can point at a view.
   if ([...dom.kind.options].some((option) => option.value === params.get('kind') && !option.disabled)) dom.kind.value = params.get('kind');
   const guided = dom.kind.value === 'model';

@@ -150,10 +150,11 @@ function shownHead() {
   return H > 1 && !model ? 'avg' : 0;
 }
 
+/** The head whose `key` score is largest ({ head (flat index), value }), or null: no head has one. */
+const strongest = (scores, key) => scores.reduce((top, s, head) => (s[key] !== null && (!top || s[key] > top.value) ? { head, value: s[key] } : top), null);
+
 /** The head with the largest induction score on the standard sequence (flat index). */
-function inductionHead({ scores }) {
-  return scores.reduce((best, s, head) => (s.induction > scores[best].induction ? head : best), 0);
-}
+const inductionHead = ({ scores }) => strongest(scores, 'induction').head;
 
 /** The window the views show: the zoom, within a result that holds every weight; else the worker's picture. */
 function viewGrid() {
@@ -262,14 +263,13 @@ function modelHeadTitle(head) {
 function showScores() {
   const { model } = state.shown;
   if (!model) return;
-  const best = (scores, key) => scores.reduce((top, s, head) => (s[key] !== null && (!top || s[key] > top.value) ? { head, value: s[key] } : top), null);
   const where = (head) => {
     const { layer, head: h } = modelHead(head, model.heads);
     return `L${layer + 1} H${h + 1}`;
   };
   const line = (key, what) => {
-    const standard = best(model.scores, key);
-    const own = model.textScores && best(model.textScores, key);
+    const standard = strongest(model.scores, key);
+    const own = model.textScores && strongest(model.textScores, key);
     const ownText = !model.textScores ? '; zoom out to the whole text to score it'
       : own ? `; on your text ${where(own.head)} (${own.value.toFixed(2)})` : `; your text repeats no span of ${MIN_SPAN} tokens, so it has none`;
     return `${what}: ${where(standard.head)} (${standard.value.toFixed(2)} on ${model.standardLength} random tokens repeated)${ownText}.`;

@@ -6,7 +6,7 @@
 // with checkResult() (masked weights, row sums, fully masked rows and their outputs). The trained
 // model's text may be 2048 characters long: its weights come as pictures of the window on screen
 // (grid.js), downsampled to at most 512 cells a side and checked here. No DOM here.
-import { MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
+import { MAX_TOKENS, OPENED_MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
 import { binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { checkCausalRows, checkRows, noFindings } from './checks.js';
@@ -307,9 +307,6 @@ function computeModel(runner, request) {
   };
 }
 
-/** The opened model reads at most this many tokens: every weight of every head is sent to the page. */
-export const MAX_OPENED_TOKENS = 512;
-
 /**
  * The opened Hugging Face model (openFolder) over request.text, tokenized as HF's default encode
  * does (special tokens included): every layer's heads as [layers · heads, t, t], whole.
@@ -320,7 +317,7 @@ function computeOpened(runner, request) {
   const { folder: { model, tokenizer, name }, standardScores, standardLength } = runner.opened;
   const { ids, tokens } = tokenizer.encode(request.text);
   if (ids.length === 0) throw new Error('The text has no tokens.');
-  if (ids.length > MAX_OPENED_TOKENS) throw new Error(`The text is ${ids.length} tokens; the viewer shows at most ${MAX_OPENED_TOKENS}.`);
+  if (ids.length > OPENED_MAX_TOKENS) throw new Error(`The text is ${ids.length} tokens; the viewer shows at most ${OPENED_MAX_TOKENS}.`);
   const forwardStarted = performance.now();
   const { attentions } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none' });
   const forwardMs = performance.now() - forwardStarted;
