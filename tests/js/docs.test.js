@@ -9,9 +9,10 @@
 // The convention (CONTRIBUTING.md, "Documentation"):
 // - A ```text block that follows a code block, with nothing but blank lines between, is that
 //   block's output: stdout must equal it (trailing whitespace ignored, line by line).
-// - `<!-- not run: reason -->` on the line right before a fence skips that block (the test is
-//   reported as skipped, with the reason). Only for what Node cannot run: browser-only code
-//   (Worker, DOM) and bundler configuration.
+// - `<!-- excerpt of: path -->` on the line right before a fence: the block is part of that
+//   repository file, word for word (checked here), and runs where the file runs: for what Node
+//   cannot run as a script, browser-only code (a Worker) and bundler configuration, whose example
+//   apps the browser tests run.
 //
 // It also checks what the docs promise about themselves: the README's length and its two
 // commands, and that every link and every file they name stays inside the repository.
@@ -27,13 +28,13 @@ import { REPO_ROOT } from './helpers.js';
 const run = promisify(execFile);
 const OUT = join(REPO_ROOT, 'build/doctest');
 const RUN_LANGS = new Set(['js', 'javascript', 'mjs', 'ts']);
-const NOT_RUN = /^<!--\s*not run:\s*(.+?)\s*-->$/;
+const EXCERPT = /^<!--\s*excerpt of:\s*(\S+)\s*-->$/;
 
 const DOCS = ['README.md', ...readdirSync(join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 // Files whose links and file names are checked (the docs, and the other top-level pages).
 const PAGES = [...DOCS, 'CONTRIBUTING.md', 'CHANGELOG.md'];
 
-/** The fenced blocks of a Markdown file: { lang, line (1-based, the fence), code, skip, output }. */
+/** The fenced blocks of a Markdown file: { lang, line (1-based, the fence), code, excerptOf, output }. */
 function codeBlocks(markdown) {
   const lines = markdown.split('\n');
   const blocks = [];
@@ -46,8 +47,8 @@ function codeBlocks(markdown) {
     while (j < lines.length && !lines[j].trimStart().startsWith(fence)) body.push(lines[j++].slice(indent.length));
     let before = i - 1;
     while (before >= 0 && lines[before].trim() === '') before--;
-    const skip = before >= 0 ? NOT_RUN.exec(lines[before].trim())?.[1] ?? null : null;
-    blocks.push({ lang: lang.toLowerCase(), line: i + 1, code: body.join('\n') + '\n', skip, end: j });
+    const excerptOf = before >= 0 ? EXCERPT.exec(lines[before].trim())?.[1] ?? null : null;
+    blocks.push({ lang: lang.toLowerCase(), line: i + 1, code: body.join('\n') + '\n', excerptOf, end: j });
     i = j;
   }
   // A text block right after a code block (blank lines between) is its output.
@@ -77,7 +78,7 @@ before(() => {
 let typeCheck;
 function checkTypes() {
   typeCheck ??= (async () => {
-    const blocks = SUITES.flatMap((s) => s.blocks.filter((b) => b.lang === 'ts' && !b.skip));
+    const blocks = SUITES.flatMap((s) => s.blocks.filter((b) => b.lang === 'ts' && !b.excerptOf));
     if (blocks.length === 0) return '';
     const files = blocks.map((b) => {
       const path = join(OUT, `${b.name}.ts`);
@@ -111,7 +112,15 @@ async function script(block) {
 for (const { file, blocks } of SUITES) {
   describe(file, { concurrency: 2 }, () => {
     for (const block of blocks) {
-      test(`${file}:${block.line} (${block.lang})`, { skip: block.skip ?? false, timeout: 60_000 }, async () => {
+      if (block.excerptOf) {
+        test(`${file}:${block.line} (${block.lang}) is part of ${block.excerptOf}, word for word`, () => {
+          const path = join(REPO_ROOT, block.excerptOf);
+          assert.ok(existsSync(path), `${block.excerptOf} exists`);
+          assert.ok(readFileSync(path, 'utf8').includes(block.code.trimEnd()), `${file}:${block.line} differs from ${block.excerptOf}`);
+        });
+        continue;
+      }
+      test(`${file}:${block.line} (${block.lang})`, { timeout: 60_000 }, async () => {
         const path = join(OUT, `${block.name}.mjs`);
         writeFileSync(path, await script(block));
         const result = await run(process.execPath, [path], { cwd: REPO_ROOT, timeout: 60_000 }).catch((error) => error);
@@ -122,11 +131,11 @@ for (const { file, blocks } of SUITES) {
   });
 }
 
-test('every JS block in README.md and docs/ runs, but for a few marked as browser-only or bundler configuration', () => {
+test('every JS block in README.md and docs/ runs, or is part of an example that the browser tests run', () => {
   const all = SUITES.flatMap((s) => s.blocks.map((b) => ({ ...b, file: s.file })));
   assert.ok(all.length >= 20, `${all.length} blocks`);
-  for (const b of all.filter((b) => b.skip)) assert.match(b.skip, /browser|Worker|DOM|bundler|Vite|page/i, `${b.file}:${b.line}: ${b.skip}`);
-  assert.ok(all.filter((b) => b.skip).length <= 6, 'not run is for a few blocks only');
+  for (const b of all.filter((b) => b.excerptOf)) assert.match(b.excerptOf, /^examples\/(vite-app|worker|browser)\//, `${b.file}:${b.line}: ${b.excerptOf}`);
+  assert.ok(all.filter((b) => b.excerptOf).length <= 6, 'excerpts are for a few blocks only');
 });
 
 test('README.md is at most 150 lines, and names the two commands', () => {
