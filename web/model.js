@@ -110,7 +110,9 @@ export class CharModel {
   queries(x, layer, first, count) {
     const { head_dim: d, rope_theta: base } = this.config;
     const { width, heads } = this;
-    const rows = this.blocks[layer].queries.forward({ data: x.subarray(first * width, (first + count) * width), shape: [count, width] }).data;
+    // The projection's rows land in one array kept for the next call (the pictures call this per chunk).
+    if (!(this.queryRows?.length >= count * heads * d)) this.queryRows = new Float32Array(count * heads * d);
+    const rows = this.blocks[layer].queries.forward({ data: x.subarray(first * width, (first + count) * width), shape: [count, width] }, { out: this.queryRows }).data;
     const positions = Int32Array.from({ length: count }, (_, i) => first + i);
     return this.attn.rope(splitHeads(rows, count, heads, d), { positions, base });
   }
