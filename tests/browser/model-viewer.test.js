@@ -116,6 +116,29 @@ test('a folder the viewer cannot open says which file is missing, and the next o
   assert.deepEqual(browser.errors, []);
 });
 
+test('a model folder\'s files dropped on the page open as the input\'s do', { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  await page.fill('[data-testid="text"]', 'Hello world');
+  const folder = join(MODELS, 'gpt2');
+  const files = await Promise.all(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']
+    .map(async (name) => ({ name, bytes: Array.from(await readFile(join(folder, name))) })));
+  await page.$eval('#model-panel', (panel) => { panel.dataset.state = 'waiting'; });
+  // A drop as the browser delivers it: a DataTransfer of File objects, on any part of the page.
+  await page.evaluate((list) => {
+    const transfer = new DataTransfer();
+    for (const { name, bytes } of list) transfer.items.add(new File([Uint8Array.from(bytes)], name));
+    const target = document.querySelector('#heatmap');
+    for (const type of ['dragover', 'drop']) target.dispatchEvent(new DragEvent(type, { dataTransfer: transfer, bubbles: true, cancelable: true }));
+  }, files);
+  await page.waitForFunction(() => document.querySelector('#model-panel').dataset.state === 'ready', null, { timeout: STEP_TIMEOUT });
+  await page.waitForFunction(() => document.body.dataset.state === 'ready' && JSON.parse(document.getElementById('attention-result').textContent).kind === 'opened',
+    null, { timeout: STEP_TIMEOUT });
+  assert.match(await page.textContent('#model-status'), /^gpt2 \(gpt2, f32\): 2 layers × 4 heads/);
+  assert.equal(await page.locator('.grid-cell').count(), 8);
+  assert.deepEqual(browser.errors, []);
+});
+
 test('opening three models in turn, twice: each replaces the last, and the memory is back', { timeout: 90_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);
