@@ -3,7 +3,7 @@
 // (post-norm), and the masked-LM head (dense, GELU, LayerNorm, the decoder tied to the word
 // embeddings, a bias). Attention is scaledDotProductAttention; the projections the package's
 // Linear. No DOM.
-import { layerNormOf, linearOf, tensorOf } from './weights.js';
+import { layerNormOf, linearOf, owning, tensorOf } from './weights.js';
 import { activate, addInto, embed, floats, headRows, layerNorm, mergeHeads, splitHeads } from './ops.js';
 
 export class BertModel {
@@ -26,13 +26,8 @@ export class BertModel {
     this.maxPositions = this.positions.shape[0];
     const norm = (name) => layerNormOf(tensors, name);
     this.embeddingNorm = norm(`${e}LayerNorm`);
-    const owned = [];
-    const linear = (name) => {
-      const module = linearOf(attn, tensors, name, { bias: true });
-      owned.push(module);
-      return module;
-    };
-    try {
+    this.owned = owning((own) => {
+      const linear = (name) => own(linearOf(attn, tensors, name, { bias: true }));
       this.blocks = Array.from({ length: this.layers }, (_, layer) => {
         const prefix = `${root}encoder.layer.${layer}.`;
         return {
@@ -42,21 +37,13 @@ export class BertModel {
         };
       });
       const p = 'cls.predictions.';
-      if (!tensors.has(`${p}transform.dense.weight`)) {
-        this.owned = owned;
-        return;
-      }
+      if (!tensors.has(`${p}transform.dense.weight`)) return;
       this.transform = linear(`${p}transform.dense`);
       this.transformNorm = norm(`${p}transform.LayerNorm`);
       // The decoder is tied to the word embeddings; its bias is cls.predictions.bias.
-      this.decoder = new attn.Linear(this.width, this.vocabSize, { dtype: this.words.dtype === 'f16' ? 'f16' : 'f32' });
-      owned.push(this.decoder);
+      this.decoder = own(new attn.Linear(this.width, this.vocabSize, { dtype: this.words.dtype === 'f16' ? 'f16' : 'f32' }));
       this.decoder.loadStateDict({ weight: tensors.get(`${p}decoder.weight`) ?? this.words, bias: { data: floats(tensorOf(tensors, `${p}bias`)), shape: [this.vocabSize] } });
-    } catch (error) {
-      for (const module of owned) module.dispose();
-      throw error;
-    }
-    this.owned = owned;
+    });
   }
 
   /** ids → { logits (masked-LM) [t, vocab], attentions: per layer [heads, t, t] or null }. */
@@ -85,6 +72,6 @@ export class BertModel {
   }
 
   dispose() {
-    for (const module of this.owned) module.dispose();
+    this.owned.dispose();
   }
 }

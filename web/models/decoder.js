@@ -4,7 +4,7 @@
 // LlamaForCausalLM and its kin). Attention is the package's GroupedQueryAttention configured by
 // fromConfig, the projections its Linear. No DOM.
 import { activate, addInto, embed, floats, headRows, rmsNorm } from './ops.js';
-import { linearOf, tensorOf } from './weights.js';
+import { linearOf, owning, tensorOf } from './weights.js';
 
 // How each family arranges a layer (its modeling_*.py DecoderLayer):
 // - norms 'pre': x += attn(norm(x)); x += mlp(norm(x)) (input_layernorm, post_attention_layernorm);
@@ -49,20 +49,14 @@ export class DecoderModel {
     this.embedScale = this.layout.embedScale ? Math.fround(Math.sqrt(this.width)) : 1;
     this.finalSoftcap = this.layout.finalSoftcap ? config.final_logit_softcapping ?? null : null;
     this.finalNorm = floats(tensorOf(tensors, `${root}norm.weight`));
-    const owned = [];
     this.blocks = [];
-    try {
+    this.owned = owning((own) => {
       for (let layer = 0; layer < this.layers; layer++) {
         const prefix = `${root}layers.${layer}.`;
         // An f16 checkpoint's projections stay binary16 in the attention too (half the memory).
-        const attention = attn.GroupedQueryAttention.fromConfig(config, { layer, dtype: this.embedding.dtype === 'f16' ? 'f16' : 'f32' });
-        owned.push(attention);
+        const attention = own(attn.GroupedQueryAttention.fromConfig(config, { layer, dtype: this.embedding.dtype === 'f16' ? 'f16' : 'f32' }));
         attention.loadStateDict(tensorsUnder(tensors, `${prefix}self_attn.`), { prefix: `${prefix}self_attn.` });
-        const linear = (name) => {
-          const module = linearOf(attn, tensors, `${prefix}mlp.${name}`, { bias: config.mlp_bias === true });
-          owned.push(module);
-          return module;
-        };
+        const linear = (name) => own(linearOf(attn, tensors, `${prefix}mlp.${name}`, { bias: config.mlp_bias === true }));
         const mlp = this.layout.fusedMlp ? { gateUp: linear('gate_up_proj'), down: linear('down_proj') }
           : { gate: linear('gate_proj'), up: linear('up_proj'), down: linear('down_proj') };
         const need = (name) => floats(tensorOf(tensors, `${prefix}${name}.weight`));
@@ -77,13 +71,8 @@ export class DecoderModel {
       }
       // The output head: its own weight, or the embedding's when tied (SmolLM2, Llama 3.2, Gemma).
       const headName = embeddingName.replace(/(model\.)?embed_tokens\.weight$/, 'lm_head.weight');
-      this.head = tensors.has(headName) ? linearOf(attn, tensors, headName.slice(0, -'.weight'.length)) : linearOf(attn, tensors, embeddingName.slice(0, -'.weight'.length));
-      owned.push(this.head);
-    } catch (error) {
-      for (const module of owned) module.dispose();
-      throw error;
-    }
-    this.owned = owned;
+      this.head = own(linearOf(attn, tensors, (tensors.has(headName) ? headName : embeddingName).slice(0, -'.weight'.length)));
+    });
   }
 
   /**
@@ -142,6 +131,6 @@ export class DecoderModel {
   }
 
   dispose() {
-    for (const module of this.owned) module.dispose();
+    this.owned.dispose();
   }
 }

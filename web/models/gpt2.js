@@ -2,7 +2,7 @@
 // x += attention(LayerNorm(x)) and x += MLP(LayerNorm(x)) with gelu_new, a final LayerNorm and the
 // head tied to the token embedding. Its Conv1D weights are stored [in, out], transposed here once
 // into the package's Linear; attention is scaledDotProductAttention, causal. No DOM.
-import { layerNormOf, linearOf, tensorOf } from './weights.js';
+import { layerNormOf, linearOf, owning, tensorOf } from './weights.js';
 import { activate, addInto, embed, floats, headRows, layerNorm, mergeHeads, splitHeads } from './ops.js';
 
 // A Linear from a Conv1D (weight [in, out], bias [out]): y = x · W + b.
@@ -33,9 +33,7 @@ export class Gpt2Model {
     this.vocabSize = this.tokens.shape[0];
     this.maxPositions = this.positions.shape[0];
     const norm = (name) => layerNormOf(tensors, name);
-    const owned = [];
-    const own = (module) => (owned.push(module), module);
-    try {
+    this.owned = owning((own) => {
       this.blocks = Array.from({ length: this.layers }, (_, layer) => {
         const prefix = `${root}h.${layer}.`;
         return {
@@ -46,11 +44,7 @@ export class Gpt2Model {
       });
       this.finalNorm = norm(`${root}ln_f`);
       this.head = own(tensors.has('lm_head.weight') ? linearOf(attn, tensors, 'lm_head') : linearOf(attn, tensors, `${root}wte`));
-    } catch (error) {
-      for (const module of owned) module.dispose();
-      throw error;
-    }
-    this.owned = owned;
+    });
   }
 
   forward(ids, { needWeights = false, logits = 'all' } = {}) {
@@ -72,6 +66,6 @@ export class Gpt2Model {
   }
 
   dispose() {
-    for (const module of this.owned) module.dispose();
+    this.owned.dispose();
   }
 }

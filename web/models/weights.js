@@ -23,3 +23,22 @@ export function linearOf(attn, tensors, name, { bias = false } = {}) {
 export function layerNormOf(tensors, name) {
   return { w: floats(tensorOf(tensors, `${name}.weight`)), b: floats(tensorOf(tensors, `${name}.bias`)) };
 }
+
+/**
+ * The wasm modules a model owns: build(own) makes them, own(module) keeping each (and returning
+ * it); if build throws, every module kept so far is disposed before the error goes on, so a model
+ * that fails to load leaves no memory behind. → { modules, dispose() } (dispose frees them all).
+ */
+export function owning(build) {
+  const modules = [];
+  try {
+    build((module) => {
+      modules.push(module);
+      return module;
+    });
+  } catch (error) {
+    for (const module of modules) module.dispose();
+    throw error;
+  }
+  return { modules, dispose: () => modules.forEach((module) => module.dispose()) };
+}
