@@ -205,8 +205,11 @@ TEST_CASE("RoPE schemes give Hugging Face's inverse frequencies and attention fa
   }
 }
 
-TEST_CASE("attn::rope with each scheme matches the float64 reference, and in place", "[rope]") {
-  for (const ScalingCase& c : load()) {
+// Each case's attn::rope against its reference output, into a new buffer and in place (the same
+// values): the RoPE fixtures of PyTorch's rotate-half and of every scaling scheme alike.
+template <class Case>
+void check_rope_cases(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
     INFO(c.name);
     std::vector<float> out(c.x.data.size(), -1.0f);
     REQUIRE(attn::rope(c.x.view(), c.options(), out.data()).message() == "");
@@ -215,6 +218,14 @@ TEST_CASE("attn::rope with each scheme matches the float64 reference, and in pla
     REQUIRE(attn::rope({in_place.data(), c.x.shape}, c.options(), in_place.data()).ok());
     CHECK(in_place == out);
   }
+}
+
+TEST_CASE("RoPE matches PyTorch on every fixture, and in place", "[rope]") {
+  check_rope_cases(fixtures::load_rope_cases());
+}
+
+TEST_CASE("attn::rope with each scheme matches the float64 reference, and in place", "[rope]") {
+  check_rope_cases(load());
 }
 
 TEST_CASE("dynamic and longrope follow the sequence length; the other schemes do not", "[rope]") {
