@@ -86,19 +86,20 @@ export class CharModel {
     for (let i = 0; i < t; i++) x.set(this.embedding.subarray(ids[i] * width, (ids[i] + 1) * width), i * width);
     const weights = [];
     const attentionInputs = [];
-    // Arrays reused layer after layer (fresh ones cost more than these small layers): the MLP's
-    // input and results (mlp()).
-    const mlpInput = new Float32Array(t * width);
+    // Arrays reused layer after layer (fresh ones cost more than these small layers): one for the
+    // norms whose result is used up at once (the MLP's input, the head's), and the MLP's results
+    // (mlp()). The attention inputs stay fresh: forward() returns them.
+    const normed = new Float32Array(t * width);
     const buffers = {};
     this.blocks.forEach((block, layer) => {
-      const normed = rmsNorm(x, block.inputNorm, width, this.eps);
-      attentionInputs.push(normed);
-      const result = block.attention.forward({ shape: [1, t, width], data: normed }, { cache: caches?.[layer] ?? null, needWeights });
+      const input = rmsNorm(x, block.inputNorm, width, this.eps);
+      attentionInputs.push(input);
+      const result = block.attention.forward({ shape: [1, t, width], data: input }, { cache: caches?.[layer] ?? null, needWeights });
       addInto(x, result.output.data);
       weights.push(result.weights ? result.weights.data : null);
-      addInto(x, this.mlp(rmsNorm(x, block.postNorm, width, this.eps, false, mlpInput), block, t, buffers));
+      addInto(x, this.mlp(rmsNorm(x, block.postNorm, width, this.eps, false, normed), block, t, buffers));
     });
-    const result = headRows(this.head, rmsNorm(x, this.finalNorm, width, this.eps, false, mlpInput), t, width, logits);
+    const result = headRows(this.head, rmsNorm(x, this.finalNorm, width, this.eps, false, normed), t, width, logits);
     return { logits: result, weights: needWeights ? weights : null, attentionInputs };
   }
 
