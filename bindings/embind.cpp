@@ -508,6 +508,22 @@ val gqa_forward(uintptr_t handle, const attn::TensorView& x, const attn::Grouped
                                                                 reinterpret_cast<float*>(weights)));
 }
 
+val gqa_project_check(uintptr_t handle, const attn::TensorView& x, const attn::GroupedQueryAttentionOptions& options) {
+  attn::Shape query, key;
+  const attn::Status s = as<attn::GroupedQueryAttention>(handle)->check_project(x.shape, options, &query, &key);
+  if (!s.ok()) return to_js(s);
+  val result = val::object();
+  result.set("query", to_js(query));
+  result.set("key", to_js(key));
+  return result;
+}
+
+val gqa_project(uintptr_t handle, const attn::TensorView& x, const attn::GroupedQueryAttentionOptions& options,
+                uintptr_t query, uintptr_t key, uintptr_t value) {
+  return to_js(as<attn::GroupedQueryAttention>(handle)->project(
+      x, options, reinterpret_cast<float*>(query), reinterpret_cast<float*>(key), reinterpret_cast<float*>(value)));
+}
+
 // ---- Linear --------------------------------------------------------------------------------
 
 val linear_create(const attn::LinearConfig& config) { return create<attn::Linear>(config); }
@@ -586,6 +602,8 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_gqaCreate", &gqa_create);
   function("_gqaCheck", &gqa_check);
   function("_gqaForward", &gqa_forward);
+  function("_gqaProjectCheck", &gqa_project_check);
+  function("_gqaProject", &gqa_project);
   function("_linearCreate", &linear_create);
   function("_linearLoad", &linear_load);
   function("_linearCheck", &linear_check);

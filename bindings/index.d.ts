@@ -655,6 +655,13 @@ export interface GroupedQueryAttention extends AttentionModule {
   forward(x: Tensor, opts: GroupedQueryAttentionForwardOptions & { needWeights: true }): AttentionResult<ResultTensor>;
   forward(x: Tensor, opts?: GroupedQueryAttentionForwardOptions & { needWeights?: false }): AttentionResult<null>;
   forward(x: Tensor, opts?: GroupedQueryAttentionForwardOptions): AttentionResult;
+  /**
+   * What `forward()`'s attention reads, for looking inside the block: x `[N, t, hiddenSize]` →
+   * `query [N, numHeads, t, headDim]`, `key` and `value [N, numKeyValueHeads, t, headDim]`,
+   * projected, QK-normed and rotated at the positions `forward()` would use (a cache only sets
+   * those positions; nothing is appended).
+   */
+  project(x: Tensor, opts?: Pick<GroupedQueryAttentionForwardOptions, 'cache' | 'attentionMask' | 'positions'>): { query: ResultTensor; key: ResultTensor; value: ResultTensor };
 }
 
 /** Sequence lengths: integers in [0, maxLen], as an array or a typed array. */

@@ -217,6 +217,27 @@ function spillFor(module, query, key, needWeights) {
   return packedBytes >= SPILL_ABOVE_BYTES ? new Float32Array(numel(query.shape)) : null;
 }
 
+// GroupedQueryAttention's x and call options, checked: the inputs to copy into wasm memory (x,
+// positions, attnMask, attentionMask) and options(pointers), the core's
+// GroupedQueryAttentionOptions with them at those pointers (none: shapes only).
+function blockInputs(runtime, wasm, x, opts) {
+  checkTensor(x, 'x');
+  const cache = opts.cache === undefined || opts.cache === null ? 0 : cacheHandle(opts.cache, runtime, 'cache');
+  const positions = checkPositions(opts.positions);
+  const tokens = checkTokenMask(opts.attentionMask, 'attentionMask');
+  const mask = checkMask(opts.attnMask, 'attnMask');
+  runtime.checkRank(x.shape, 'x', '[N, t, hiddenSize]');
+  if (positions) runtime.checkRank(positions.shape, 'positions', '[t] or [N, t]');
+  if (tokens) runtime.checkRank(tokens.shape, 'attentionMask', '[N, t]');
+  if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [N, numHeads, t, m]');
+  return {
+    inputs: [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask'], [tokens?.data, 'attentionMask']],
+    options: ([, at, m, t] = []) => ({
+      positions: idsView(positions, at), attnMask: maskView(wasm, mask, m), attentionMask: maskView(wasm, tokens, t), cache,
+    }),
+  };
+}
+
 const GQA_OPTIONS = ['dtype', 'headDim', 'qkvBias', 'outputBias', 'ropeBase', 'ropeInterleaved', 'rotaryDim', 'qkNorm', 'slidingWindow', 'softcap', 'scale'];
 
 // qkNorm: { scope: 'head' | 'all', eps = 1e-6, unitOffset = false }, or none.
@@ -486,33 +507,40 @@ export function createModuleClasses(runtime, KVCache) {
      */
     forward(x, opts) {
       const { state, wasm } = live(this, 'forward');
-      checkTensor(x, 'x');
       opts = checkOptions(opts, ['cache', 'positions', 'attentionMask', 'attnMask', 'needWeights']);
-      const cache = opts.cache === undefined || opts.cache === null ? 0 : cacheHandle(opts.cache, runtime, 'cache');
-      const positions = checkPositions(opts.positions);
-      const tokens = checkTokenMask(opts.attentionMask, 'attentionMask');
-      const mask = checkMask(opts.attnMask, 'attnMask');
+      const block = blockInputs(runtime, wasm, x, opts);
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
-      runtime.checkRank(x.shape, 'x', '[N, t, hiddenSize]');
-      if (positions) runtime.checkRank(positions.shape, 'positions', '[t] or [N, t]');
-      if (tokens) runtime.checkRank(tokens.shape, 'attentionMask', '[N, t]');
-      if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [N, numHeads, t, m]');
-      // The core's GroupedQueryAttentionOptions, with positions and masks at the given pointers.
-      const options = (at = {}) => ({
-        positions: idsView(positions, at.positions), attnMask: maskView(wasm, mask, at.mask),
-        attentionMask: maskView(wasm, tokens, at.tokens), cache,
-      });
       const { output, weights } = forward(
         state,
         null,
         () => {
-          const result = wasm._gqaCheck(state.handle, tensorView(0, x), options());
+          const result = wasm._gqaCheck(state.handle, tensorView(0, x), block.options());
           return result?.output && !needWeights ? { ...result, weights: null } : result;
         },
-        [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask'], [tokens?.data, 'attentionMask']],
-        (_, [xp, at, m, t], out, w) => wasm._gqaForward(state.handle, tensorView(xp, x), options({ positions: at, mask: m, tokens: t }), out, w),
+        block.inputs,
+        (_, pointers, out, w) => wasm._gqaForward(state.handle, tensorView(pointers[0], x), block.options(pointers), out, w),
       );
       return { output, weights };
+    }
+
+    /**
+     * What forward()'s attention reads, for looking inside the block: x [N, t, hiddenSize] →
+     * { query [N, numHeads, t, headDim], key and value [N, numKeyValueHeads, t, headDim] },
+     * projected, QK-normed and rotated at the positions forward() would use. opts: positions,
+     * attentionMask, cache (as forward's: they set those positions; nothing is appended).
+     */
+    project(x, opts) {
+      const { state, wasm } = live(this, 'project');
+      opts = checkOptions(opts, ['cache', 'positions', 'attentionMask']);
+      const block = blockInputs(runtime, wasm, x, opts);
+      const shapes = wasm._gqaProjectCheck(state.handle, tensorView(0, x), block.options());
+      if (!shapes?.query) throwIfFailed(shapes);
+      const [query, key, value] = runtime.invoke(
+        block.inputs,
+        [[shapes.query, 'query'], [shapes.key, 'key'], [shapes.key, 'value']],
+        (pointers, [q, k, v]) => wasm._gqaProject(state.handle, tensorView(pointers[0], x), block.options(pointers), q, k, v),
+      );
+      return { query, key, value };
     }
   }
 

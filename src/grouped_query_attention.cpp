@@ -153,8 +153,8 @@ Status GroupedQueryAttention::check_cache(const Shape& x, const KVCache& cache) 
   return Status::success();
 }
 
-Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAttentionOptions& options,
-                                            Shape* output_shape, Shape* weights_shape) const {
+Status GroupedQueryAttention::check_project(const Shape& x, const GroupedQueryAttentionOptions& options,
+                                            Shape* query_shape, Shape* key_shape) const {
   const GroupedQueryAttentionConfig& c = config_;
   if (x.rank != 3 || x[2] != c.hidden_size || !x.non_negative())
     return Status::invalid("x", "[N, t, " + std::to_string(c.hidden_size) + "]", x.str());
@@ -174,10 +174,21 @@ Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAt
     Status s = check_cache(x, *options.cache);
     if (!s.ok()) return s;
   }
+  *query_shape = Shape{N, c.num_heads, t, c.head_dim};
+  *key_shape = Shape{N, c.num_key_value_heads, t, c.head_dim};
+  return Status::success();
+}
+
+Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAttentionOptions& options,
+                                            Shape* output_shape, Shape* weights_shape) const {
+  Shape query, key;
+  Status s = check_project(x, options, &query, &key);
+  if (!s.ok()) return s;
+  const int64_t N = x[0], t = x[1];
   const int64_t m = options.cache ? options.cache->length_after_append(t) : t;
-  const Shape scores{N, c.num_heads, t, m};
+  const Shape scores{N, config_.num_heads, t, m};
   if (options.attn_mask.present()) {
-    Status s = BroadcastMask::check(options.attn_mask, scores, "attnMask");
+    s = BroadcastMask::check(options.attn_mask, scores, "attnMask");
     if (!s.ok()) return s;
   }
   *output_shape = x;
@@ -185,24 +196,24 @@ Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAt
   return Status::success();
 }
 
-Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAttentionOptions& options, float* output,
-                                      float* weights) const {
-  Shape output_shape, weights_shape;
-  Status s = first_failure({require_loaded("GroupedQueryAttention"),
-                            check_forward(x.shape, options, &output_shape, &weights_shape), check_data(x, "x"),
-                            check_data(options.positions, "positions"), check_data(options.attn_mask, "attnMask"),
+Status GroupedQueryAttention::project(const TensorView& x, const GroupedQueryAttentionOptions& options, float* query,
+                                      float* key, float* value) const {
+  Shape query_shape, key_shape;
+  Status s = first_failure({require_loaded("GroupedQueryAttention"), check_project(x.shape, options, &query_shape, &key_shape),
+                            check_data(x, "x"), check_data(options.positions, "positions"),
                             check_data(options.attention_mask, "attentionMask")});
-  if (!s.ok()) return s;
+  return s.ok() ? projections(x, options, query, key, value) : s;
+}
+
+Status GroupedQueryAttention::projections(const TensorView& x, const GroupedQueryAttentionOptions& options,
+                                          float* query, float* key, float* value) const {
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t N = x.shape[0], t = x.shape[1], rows = N * t, hd = c.head_dim;
   const int64_t q_size = c.num_heads * hd, kv_size = c.num_key_value_heads * hd;
-  FloatBuffer projected, q, k, v;
+  FloatBuffer projected;
   Buffer<int32_t> default_positions;
-  s = first_failure({projected.allocate(rows * q_size, "GroupedQueryAttention projections"),
-                     q.allocate(rows * q_size, "GroupedQueryAttention queries"),
-                     k.allocate(rows * kv_size, "GroupedQueryAttention keys"),
-                     v.allocate(rows * kv_size, "GroupedQueryAttention values"),
-                     default_positions.allocate(rows, "GroupedQueryAttention positions")});
+  Status s = first_failure({projected.allocate(rows * q_size, "GroupedQueryAttention projections"),
+                            default_positions.allocate(rows, "GroupedQueryAttention positions")});
   if (!s.ok()) return s;
   const auto bias = [&](int index) { return index >= 0 ? parameters_.get(index) : nullptr; };
   // Each projection [N, t, heads, hd], QK-normed, goes to [N, heads, t, hd], the layout of
@@ -212,15 +223,15 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
   if (!s.ok()) return s;
   if (norm.scope != QkNormScope::none)
     rms_norm(projected.data(), rows * q_size, parameters_.shape(q_norm_weight_)[0], parameters_.get(q_norm_weight_), norm);
-  swap_middle(projected.data(), N, t, c.num_heads, hd, q.data());
+  swap_middle(projected.data(), N, t, c.num_heads, hd, query);
   s = k_weight_.apply(rows, x.data, bias(k_proj_bias_), projected.data());
   if (!s.ok()) return s;
   if (norm.scope != QkNormScope::none)
     rms_norm(projected.data(), rows * kv_size, parameters_.shape(k_norm_weight_)[0], parameters_.get(k_norm_weight_), norm);
-  swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, k.data());
+  swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, key);
   s = v_weight_.apply(rows, x.data, bias(v_proj_bias_), projected.data());
   if (!s.ok()) return s;
-  swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, v.data());
+  swap_middle(projected.data(), N, t, c.num_key_value_heads, hd, value);
 
   // RoPE at the given positions ([t] for every row, or [N, t]), else at generate()'s: each row's
   // tokens counted on from those the cache holds, padding at 0.
@@ -237,12 +248,33 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
     }
     positions = {default_positions.data(), {N, t}};
   }
-  s = first_failure({apply_rope(q.data(), {N, c.num_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved),
-                     apply_rope(k.data(), {N, c.num_key_value_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved)});
+  return first_failure({apply_rope(query, {N, c.num_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved),
+                        apply_rope(key, {N, c.num_key_value_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved)});
+}
+
+Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAttentionOptions& options, float* output,
+                                      float* weights) const {
+  Shape output_shape, weights_shape;
+  Status s = first_failure({require_loaded("GroupedQueryAttention"),
+                            check_forward(x.shape, options, &output_shape, &weights_shape), check_data(x, "x"),
+                            check_data(options.positions, "positions"), check_data(options.attn_mask, "attnMask"),
+                            check_data(options.attention_mask, "attentionMask")});
+  if (!s.ok()) return s;
+  const GroupedQueryAttentionConfig& c = config_;
+  const int64_t N = x.shape[0], t = x.shape[1], rows = N * t, hd = c.head_dim;
+  const int64_t q_size = c.num_heads * hd, kv_size = c.num_key_value_heads * hd;
+  FloatBuffer q, k, v;
+  s = first_failure({q.allocate(rows * q_size, "GroupedQueryAttention queries"),
+                     k.allocate(rows * kv_size, "GroupedQueryAttention keys"),
+                     v.allocate(rows * kv_size, "GroupedQueryAttention values")});
+  if (!s.ok()) return s;
+  s = projections(x, options, q.data(), k.data(), v.data());
   if (!s.ok()) return s;
 
-  // Attention into the projection buffer, [N, numHeads, t, hd].
-  float* attended = projected.data();
+  // Attention [N, numHeads, t, hd], then heads merged into the queries' buffer.
+  FloatBuffer attended;
+  s = attended.allocate(rows * q_size, "GroupedQueryAttention attention output");
+  if (!s.ok()) return s;
   const TensorView queries{q.data(), {N, c.num_heads, t, hd}};
   if (options.cache) {
     KVCache& cache = *options.cache;
@@ -253,7 +285,7 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
     attend.scale = c.scale;
     attend.softcap = c.softcap;
     attend.attn_mask = options.attn_mask;
-    s = cache.attend(queries, attend, attended, weights);
+    s = cache.attend(queries, attend, attended.data(), weights);
     if (!s.ok()) {
       cache.truncate(cache.length() - t);  // only out of memory gets here: take the positions back
       return s;
@@ -276,11 +308,11 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
     }
     plan.blocks.key = {k.data(), nullptr, BlockLayout::contiguous(t, hd)};
     plan.blocks.value = {v.data(), nullptr, BlockLayout::contiguous(t, hd)};
-    s = attend(plan.blocks, attended, weights);
+    s = attend(plan.blocks, attended.data(), weights);
     if (!s.ok()) return s;
   }
-  swap_middle(attended, N, c.num_heads, t, hd, q.data());
-  return o_weight_.apply(rows, q.data(), bias(o_proj_bias_), output);
+  swap_middle(attended.data(), N, c.num_heads, t, hd, q.data());
+  return o_weight_.apply(rows, q.data(), o_proj_bias_ >= 0 ? parameters_.get(o_proj_bias_) : nullptr, output);
 }
 
 }  // namespace attn

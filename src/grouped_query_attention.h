@@ -68,10 +68,22 @@ class GroupedQueryAttention : public Module {
   Status forward(const TensorView& x, const GroupedQueryAttentionOptions& options, float* output,
                  float* weights) const;
 
+  // The q, k and v forward()'s attention reads: projected, QK-normed and rotated at the positions
+  // forward() would use (options.cache and options.attention_mask only set those defaults; nothing
+  // is appended). x [N, t, hiddenSize] → query [N, numHeads, t, headDim], key and value
+  // [N, numKeyValueHeads, t, headDim].
+  Status check_project(const Shape& x, const GroupedQueryAttentionOptions& options, Shape* query_shape,
+                       Shape* key_shape) const;
+  Status project(const TensorView& x, const GroupedQueryAttentionOptions& options, float* query, float* key,
+                 float* value) const;
+
  private:
   explicit GroupedQueryAttention(const GroupedQueryAttentionConfig& config);
   Status prepare() override;
   Status check_cache(const Shape& x, const KVCache& cache) const;
+  // project() once its arguments are checked.
+  Status projections(const TensorView& x, const GroupedQueryAttentionOptions& options, float* query, float* key,
+                     float* value) const;
 
   GroupedQueryAttentionConfig config_;
   int q_proj_weight_ = -1, k_proj_weight_ = -1, v_proj_weight_ = -1, o_proj_weight_ = -1;

@@ -1,7 +1,7 @@
 // Real checkpoints' attention, from their config.json: for each family's case in
 // tests/fixtures/checkpoints/ (written by checkpoints_fixtures.py from Hugging Face's code, in
 // float64), GroupedQueryAttention.fromConfig + loadSafetensors + loadStateDict({ prefix }) give
-// the layer's forward (output and weights), a cached decode of 40 steps (past the length where
+// the layer's forward (output and weights; project()'s q, k and v as attention reads them), a cached decode of 40 steps (past the length where
 // dynamic and longrope change frequencies, and past sliding windows), and a left-padded batch of
 // three rows whose every real token equals the row run alone, step after step.
 import assert from 'node:assert/strict';
@@ -41,10 +41,16 @@ function runLayer(attn, c, stateDict, layer) {
     const forward = block.forward(toTensor(layer.forward.x), { needWeights: true });
     assertClose(forward.output, toTensor(layer.forward.output), 'forward output');
     assertClose(forward.weights, toTensor(layer.forward.weights), 'forward weights');
+    const projected = block.project(toTensor(layer.forward.x));
+    for (const name of ['query', 'key', 'value']) assertClose(projected[name], toTensor(layer.forward[name]), `project()'s ${name}`);
 
     const { decode } = layer;
     const cache = block.createCache(decode.maxLength);
     assertClose(block.forward(toTensor(decode.prefill.x), { cache }).output, toTensor(decode.prefill.output), 'prefill');
+    // With a cache, project() rotates at the cache's next position and appends nothing.
+    const next = toTensor(decode.steps[0].x);
+    assert.deepEqual(block.project(next, { cache }), block.project(next, { positions: [cache.position] }), 'project() at the cache\'s position');
+    assert.equal(cache.length, decode.prefill.x.shape[1], 'project() appends nothing');
     decode.steps.forEach((step, i) => assertClose(block.forward(toTensor(step.x), { cache }).output, toTensor(step.output), `decode step ${i}`));
     cache.dispose();
 

@@ -400,6 +400,21 @@ const BAD_CALLS = {
     argument: /^positions$/,
     message: ['[2]', '[3] or [1, 3]'],
   },
+  'a GroupedQueryAttention.project input of the wrong width': {
+    call: (attn) => decoding(attn).gqa.project(f32([1, 3, 12])),
+    argument: /^x$/,
+    message: ['[1, 3, 12]', '[N, t, 16]'],
+  },
+  'GroupedQueryAttention.project with forward()\'s attnMask': {
+    call: (attn) => decoding(attn).gqa.project(f32([1, 3, 16]), { attnMask: { data: new Uint8Array(9), shape: [3, 3] } }),
+    argument: /^attnMask$/,
+    message: ['one of the options cache, positions, attentionMask', 'an unknown option'],
+  },
+  'GroupedQueryAttention.project positions of the wrong length': {
+    call: (attn) => decoding(attn).gqa.project(f32([1, 3, 16]), { positions: [0, 1] }),
+    argument: /^positions$/,
+    message: ['[2]', '[3] or [1, 3]'],
+  },
   'GroupedQueryAttention with a cache of other heads': {
     call: (attn) => decoding(attn).gqa.forward(f32([1, 1, 16]), { cache: decoding(attn).cache }),
     argument: /^cache$/,

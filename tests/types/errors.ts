@@ -127,6 +127,8 @@ new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8 }).length = 0;
 new attn.GroupedQueryAttention(64, 8);
 // @ts-expect-error the cache option is a KVCache
 new attn.GroupedQueryAttention(64, 8, 2).forward(q, { cache: {} });
+// @ts-expect-error project() takes no attnMask: it stops before attention
+new attn.GroupedQueryAttention(64, 8, 2).project(q, { attnMask: { data: new Uint8Array(1), shape: [1, 1] } });
 // @ts-expect-error a block's projections are held as 'f32' or 'f16'
 new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'bf16' });
 // @ts-expect-error binary16 tensors load into GroupedQueryAttention and Linear only
