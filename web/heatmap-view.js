@@ -427,7 +427,8 @@ function activeQuery() {
 function neuronSelection(r, head, query) {
   const tokens = r.tokens[state.sentence];
   const common = { seq: r.id, tokens, query };
-  if (r.model) return { ...common, kind: 'model', text: tokens.join(''), ...modelHead(head, r.model.heads) };
+  // The trained model reads characters: its tokens are its text.
+  if (r.model) return { ...common, kind: r.kind, text: r.model.text ?? tokens.join(''), ...modelHead(head, r.model.heads) };
   return { ...common, kind: r.kind, request: r.request, sentence: state.sentence, head };
 }
 
@@ -527,8 +528,7 @@ export function render() {
   dom.readout.textContent = cell ? `${describeCell(cell, view)}.${output}` : 'Hover over a cell, or focus the heatmap and use the arrow keys.';
   // The neuron view keeps the last query pointed at, so that it can be read off the page.
   if (query !== null) state.neuronQuery = grid.row + query * grid.step;
-  if (r.kind === 'opened') neuronView.follow(null, 'The neuron view takes the trained model and the other kinds apart; for your model it is not available yet.');
-  else neuronView.follow(head === 'avg' || state.neuronQuery === null ? null : neuronSelection(r, head, state.neuronQuery));
+  neuronView.follow(head === 'avg' || state.neuronQuery === null ? null : neuronSelection(r, head, state.neuronQuery));
   drawText(view, query);
   // Follows the locked head, not the hovered one: a line appearing and going above the grid would
   // move the grid under the pointer.

@@ -1,6 +1,6 @@
 // The neuron view's numbers: one query of one head, written out step by step as the block
-// computes it, so the page can show what the package fuses: for the trained model (modelNeuron)
-// and for the other kinds (scaled dot-product, MultiheadAttention, additive, Transformer-XL
+// computes it, so the page can show what the package fuses: for the trained model (modelNeuron),
+// an opened Hugging Face model (openedNeuron) and for the other kinds (scaled dot-product, MultiheadAttention, additive, Transformer-XL
 // relative) with the page's seeded weights and toy embeddings (kindNeuron). No DOM.
 import { embed, padBatch } from './embeddings.js';
 import { maskedCells } from './masks.js';
@@ -68,6 +68,29 @@ export function modelNeuron(model, x, layer, head, query) {
   const masked = Uint8Array.from({ length: t }, (_, j) => (j > query ? 1 : 0));
   const describe = `layer ${layer + 1}, head ${head + 1} (key/value head ${group + 1}) · d = ${d}, scale 1/√${d}, q and k after RoPE · no soft cap in this model`;
   return { ...finishNeuron({ q, keys, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), masked, values, describe }), kvHead: group };
+}
+
+/**
+ * An opened Hugging Face model's neuron view (web/models/): head `head` of layer `layer` for query
+ * `query`, from what the layer's attention reads, `parts` (the model's attentionParts: q, k, v
+ * [1, heads or kvHeads, t, d], scale, softcap, window, causal, about).
+ */
+export function openedNeuron(parts, layer, head, query) {
+  const { scale, softcap, window, causal, about } = parts;
+  const [, heads, t, d] = parts.query.shape;
+  const kvHead = Math.floor(head / (heads / parts.key.shape[1])); // its key/value head
+  const rows = (tensor, h) => tensor.data.subarray(h * t * d, (h + 1) * t * d);
+  const q = rows(parts.query, head).slice(query * d, (query + 1) * d);
+  const keys = rows(parts.key, kvHead).slice();
+  const values = rows(parts.value, kvHead).slice();
+  const dots = Float32Array.from({ length: t }, (_, j) => dot(q, keys, j * d, d));
+  // HF's masks: causal (j ≤ query) and the sliding window (j > query − window).
+  const masked = Uint8Array.from({ length: t }, (_, j) => ((causal && j > query) || (window !== null && j <= query - window) ? 1 : 0));
+  const scaleText = Math.abs(scale * Math.sqrt(d) - 1) < 1e-6 ? `1/√${d}` : Number(scale.toPrecision(4));
+  const group = heads === parts.key.shape[1] ? '' : ` (key/value head ${kvHead + 1})`;
+  const extras = [window !== null ? `window ${window}` : '', softcap !== null ? `soft cap ${softcap}` : ''].filter(Boolean).join(', ');
+  const describe = `layer ${layer + 1}, head ${head + 1}${group} · d = ${d}, scale ${scaleText}, ${about}${extras ? ` · ${extras}` : ''}`;
+  return { ...finishNeuron({ q, keys, terms: [{ name: 'q·k', values: dots }], scale, softcap, masked, values, describe }), kvHead };
 }
 
 /**

@@ -13,7 +13,7 @@ import { checkCausalRows, checkRows, noFindings } from './checks.js';
 import { Generation } from './model.js';
 import { openModelFolder } from './models/folder.js';
 import { HeadScorer, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from './models/scores.js';
-import { kindNeuron, modelNeuron } from './neuron.js';
+import { kindNeuron, modelNeuron, openedNeuron } from './neuron.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
 
 /** RelativeMultiHeadAttention's P: relative positions each side; n and m may not exceed it. */
@@ -179,13 +179,31 @@ export class AttentionRunner {
   }
 
   /**
-   * The neuron view's numbers (neuron.js) for { kind: 'model', text, layer, head, query } or, for
-   * the other kinds, { kind, request, sentence, head, query }.
+   * The neuron view's numbers (neuron.js) for { kind: 'model' | 'opened', text, layer, head, query }
+   * or, for the other kinds, { kind, request, sentence, head, query }.
    */
   neuron(selection) {
-    if (selection.kind !== 'model') return kindNeuron(selection, RELATIVE_P);
-    const { text, layer, head, query } = selection;
+    const { kind, text, layer, head, query } = selection;
+    if (kind === 'opened') return openedNeuron(this.openedParts(text, layer), layer, head, query);
+    if (kind !== 'model') return kindNeuron(selection, RELATIVE_P);
     return modelNeuron(this.model, this.modelForward(text).inputs[layer], layer, head, query);
+  }
+
+  /**
+   * What layer `layer` of the opened model reads over `text` (its attentionParts), from the
+   * attention inputs computeOpened kept (a forward of its own for another text), the last layer's
+   * kept for the next query pointed at.
+   */
+  openedParts(text, layer) {
+    if (!this.opened) throw new Error('No model folder is open.');
+    const { folder: { model, tokenizer } } = this.opened;
+    let kept = this.opened.forward;
+    if (kept?.text !== text) {
+      const { attentionInputs } = model.forward(Int32Array.from(tokenizer.encode(text).ids), { logits: 'none', needInputs: true });
+      kept = this.opened.forward = { text, inputs: attentionInputs, parts: null };
+    }
+    if (kept.parts?.layer !== layer) kept.parts = { layer, ...model.attentionParts(kept.inputs[layer], layer) };
+    return kept.parts;
   }
 
   /** See compute(), computeModel() and computeOpened(). */
@@ -319,7 +337,8 @@ function computeOpened(runner, request) {
   if (ids.length === 0) throw new Error('The text has no tokens.');
   if (ids.length > OPENED_MAX_TOKENS) throw new Error(`The text is ${ids.length} tokens; the viewer shows at most ${OPENED_MAX_TOKENS}.`);
   const forwardStarted = performance.now();
-  const { attentions } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none' });
+  const { attentions, attentionInputs } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none', needInputs: true });
+  runner.opened.forward = { text: request.text, inputs: attentionInputs, parts: null }; // for the neuron view
   const forwardMs = performance.now() - forwardStarted;
   const t = ids.length;
   const plane = t * t;
@@ -356,6 +375,7 @@ function computeOpened(runner, request) {
     workerMs: performance.now() - started,
     model: {
       name,
+      text: request.text,
       modelType: model.modelType,
       layers: model.layers,
       heads: model.heads,

@@ -75,6 +75,18 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     const point = await cellPoint(page, t - 1, 1);
     await page.mouse.move(point.x, point.y);
     assert.match(await page.textContent('#readout'), new RegExp(`^Query “.*” \\(${t - 1}\\) → key “.*” \\(1\\): weight ${json.weights[t - 1][1].toFixed(4)}, `));
+    // The neuron view follows that query through the head: its softmax column is the head's row.
+    await page.waitForFunction((want) => document.querySelector('#neuron-title').textContent.includes(want) && document.querySelector('#neuron-body table'),
+      `(${t - 1}) · layer ${layers}, head ${heads}`, { timeout: STEP_TIMEOUT });
+    const header = await page.$$eval('#neuron-body thead th', (ths) => ths.map((th) => th.textContent));
+    const rows = await page.$$eval('#neuron-body tbody tr', (trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
+    const softmax = header.indexOf('softmax');
+    assert.equal(header.includes('soft-capped'), name === 'gemma2', `${name}: a soft-capped column where the model caps its scores`);
+    assert.ok(rows.length > 2, `${name}: q, the keys, the output`);
+    for (const row of rows.slice(1, -1)) {
+      const key = Number(row[0].match(/\((\d+)\)$/)[1]);
+      assert.ok(Math.abs(Number(row[softmax]) - json.weights[t - 1][key]) <= 5e-4, `${name} key ${key}: neuron ${row[softmax]}, exported ${json.weights[t - 1][key]}`);
+    }
     await page.mouse.move(0, 0);
     // The coloured text: the last query's row by default; a click on a token picks its row.
     const textWeights = () => page.$$eval('#text-view .text-token', (spans) => spans.map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))));

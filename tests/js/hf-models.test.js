@@ -10,6 +10,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import { init } from 'attention-wasm';
 
 import { createModel, MODEL_TYPES } from '../../web/models/index.js';
+import { openedNeuron } from '../../web/neuron.js';
 import { BUILDS, TOLERANCE, maxRelativeError, toTensor } from './helpers.js';
 
 const ROOT = new URL('../fixtures/models/', import.meta.url);
@@ -58,6 +59,31 @@ for (const build of BUILDS) {
         }
       });
     }
+
+    // The neuron view recomputes a head's softmax from what the layer's attention reads (its
+    // attentionParts: GroupedQueryAttention.project for the decoders): q and k after the QK-norm
+    // and the checkpoint's RoPE, its scale, soft cap and sliding window (gemma2's is shorter than
+    // the text). Every query of every head gives the reference's row.
+    test('the neuron view of every layer, head and query gives the reference weights', () => {
+      for (const m of MODELS) {
+        const model = createModel(attn, m.config, attn.loadSafetensors(m.weights));
+        try {
+          const { attentionInputs } = model.forward(Int32Array.from(m.reference.ids), { logits: 'none', needInputs: true });
+          const want = toTensor(m.reference.attentions);
+          const [layers, heads, t] = want.shape;
+          for (let layer = 0; layer < layers; layer++) {
+            const parts = model.attentionParts(attentionInputs[layer], layer);
+            for (let head = 0; head < heads; head++) {
+              const rows = Float32Array.from(Array.from({ length: t }, (_, query) => Array.from(openedNeuron(parts, layer, head, query).weights)).flat());
+              const err = maxRelativeError(rows, want.data.subarray((layer * heads + head) * t * t, (layer * heads + head + 1) * t * t));
+              assert.ok(err <= TOLERANCE, `${m.name} layer ${layer + 1} head ${head + 1}: max relative error ${err}`);
+            }
+          }
+        } finally {
+          model.dispose();
+        }
+      }
+    });
 
     test("logits: 'last' is the last row of 'all', 'none' gives none, and the weights do not change", () => {
       for (const m of MODELS) {

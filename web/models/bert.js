@@ -46,29 +46,42 @@ export class BertModel {
     });
   }
 
-  /** ids → { logits (masked-LM) [t, vocab], attentions: per layer [heads, t, t] or null }. */
-  forward(ids, { needWeights = false, logits = 'all' } = {}) {
+  /**
+   * ids → { logits (masked-LM) [t, vocab], attentions: per layer [heads, t, t] or null,
+   * attentionInputs: per layer [t, width] (with `needInputs`) or null }.
+   */
+  forward(ids, { needWeights = false, logits = 'all', needInputs = false } = {}) {
     const t = ids.length, width = this.width, heads = this.heads, d = width / heads;
     if (t > this.maxPositions) throw new Error(`bert reads at most ${this.maxPositions} tokens (max_position_embeddings); got ${t}`);
     const x0 = embed(this.words, ids, width);
     addInto(x0, embed(this.positions, Int32Array.from({ length: t }, (_, i) => i), width));
     addInto(x0, embed(this.types, new Int32Array(t), width));  // token_type_ids 0: one segment
     let x = layerNorm(x0, this.embeddingNorm.w, this.embeddingNorm.b, width, this.eps);
-    const attentions = [];
+    const attentions = [], attentionInputs = [];
     const rows = (data) => ({ data, shape: [t, data.length / t] });
-    for (const block of this.blocks) {
-      const [q, k, v] = [block.query, block.key, block.value].map((linear) => splitHeads(linear.forward(rows(x)).data, t, heads, d));
-      const { output, weights } = this.attn.scaledDotProductAttention(q, k, v, { needWeights });
+    this.blocks.forEach((block, layer) => {
+      if (needInputs) attentionInputs.push(x);
+      const { query, key, value } = this.attentionParts(x, layer);
+      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { needWeights });
       attentions.push(weights ? weights.data : null);
       const attended = addInto(block.output.forward(rows(mergeHeads(output.data, t, heads, d))).data, x);
       x = layerNorm(attended, block.attentionNorm.w, block.attentionNorm.b, width, this.eps);
       const hidden = activate(block.intermediate.forward(rows(x)).data, this.act);
       x = layerNorm(addInto(block.ffnOutput.forward(rows(hidden)).data, x), block.ffnNorm.w, block.ffnNorm.b, width, this.eps);
-    }
-    if (logits === 'none' || !this.transform) return { logits: null, attentions: needWeights ? attentions : null };
+    });
+    const kept = { attentions: needWeights ? attentions : null, attentionInputs: needInputs ? attentionInputs : null };
+    if (logits === 'none' || !this.transform) return { logits: null, ...kept };
     const transformed = activate(this.transform.forward(rows(x)).data, this.act);
     const final = layerNorm(transformed, this.transformNorm.w, this.transformNorm.b, width, this.eps);
-    return { logits: headRows(this.decoder, final, t, width, logits), attentions: needWeights ? attentions : null };
+    return { logits: headRows(this.decoder, final, t, width, logits), ...kept };
+  }
+
+  /** As DecoderModel's (decoder.js): q, k, v [1, heads, t, d] of the layer's input; no mask. */
+  attentionParts(input, layer) {
+    const t = input.length / this.width, d = this.width / this.heads;
+    const block = this.blocks[layer];
+    const [query, key, value] = [block.query, block.key, block.value].map((linear) => splitHeads(linear.forward({ data: input, shape: [t, this.width] }).data, t, this.heads, d));
+    return { query, key, value, scale: 1 / Math.sqrt(d), softcap: null, window: null, causal: false, about: 'bidirectional; positions learned, added to the input' };
   }
 
   dispose() {

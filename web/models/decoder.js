@@ -77,9 +77,10 @@ export class DecoderModel {
 
   /**
    * ids (token ids) → { logits [t, vocab] (or as `logits` says: 'all', 'last', 'none'),
-   * attentions: per layer [heads, t, t] (the softmax weights) or null }.
+   * attentions: per layer [heads, t, t] (the softmax weights) or null, attentionInputs: per layer
+   * the attention block's input [t, width] (with `needInputs`) or null }.
    */
-  forward(ids, { needWeights = false, logits = 'all' } = {}) {
+  forward(ids, { needWeights = false, logits = 'all', needInputs = false } = {}) {
     const t = ids.length, width = this.width;
     // Every norm's result is used up before the next norm: one buffer serves them all (fresh
     // memory for each would cost more than the norms themselves).
@@ -87,10 +88,11 @@ export class DecoderModel {
     const buffers = {}; // the MLP's (mlp())
     const norm = (values, weight) => rmsNorm(values, weight, width, this.eps, this.layout.unitOffset, normed);
     const x = embed(this.embedding, ids, width, this.embedScale);
-    const attentions = [];
+    const attentions = [], attentionInputs = [];
     const { norms } = this.layout;
     for (const block of this.blocks) {
       const input = norms === 'post' ? x : norm(x, block.inputNorm);
+      if (needInputs) attentionInputs.push(input.slice()); // `normed` and x change on
       const { output, weights } = block.attention.forward({ data: input, shape: [1, t, width] }, { needWeights });
       attentions.push(weights ? weights.data : null);
       addInto(x, norms === 'pre' ? output.data : norm(output.data, block.postNorm));
@@ -100,7 +102,23 @@ export class DecoderModel {
     }
     const result = headRows(this.head, norm(x, this.finalNorm), t, width, logits);
     if (result && this.finalSoftcap) for (let i = 0; i < result.length; i++) result[i] = Math.tanh(result[i] / this.finalSoftcap) * this.finalSoftcap;
-    return { logits: result, attentions: needWeights ? attentions : null };
+    return { logits: result, attentions: needWeights ? attentions : null, attentionInputs: needInputs ? attentionInputs : null };
+  }
+
+  /**
+   * What layer `layer`'s attention reads from its input [t, width] (forward's attentionInputs):
+   * { query [1, heads, t, d], key, value [1, kvHeads, t, d] } (q and k after the QK-norm and
+   * RoPE: GroupedQueryAttention.project) and how it scores them: scale, softcap, window, causal,
+   * about (a line for the neuron view).
+   */
+  attentionParts(input, layer) {
+    const { attention } = this.blocks[layer];
+    const t = input.length / this.width;
+    return {
+      ...attention.project({ data: input, shape: [1, t, this.width] }),
+      scale: attention.scale ?? 1 / Math.sqrt(attention.headDim), softcap: attention.softcap, window: attention.slidingWindow, causal: true,
+      about: `q and k after ${attention.qkNorm ? 'QK-norm and ' : ''}RoPE`,
+    };
   }
 
   // down(act(gate(x)) · up(x)); Phi-3's gate and up come as the two halves of one projection.

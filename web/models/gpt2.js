@@ -47,22 +47,32 @@ export class Gpt2Model {
     });
   }
 
-  forward(ids, { needWeights = false, logits = 'all' } = {}) {
+  /** As DecoderModel's (decoder.js). */
+  forward(ids, { needWeights = false, logits = 'all', needInputs = false } = {}) {
     const t = ids.length, width = this.width, heads = this.heads, d = width / heads;
     if (t > this.maxPositions) throw new Error(`gpt2 reads at most ${this.maxPositions} tokens (n_positions); got ${t}`);
     const x = addInto(embed(this.tokens, ids, width), embed(this.positions, Int32Array.from({ length: t }, (_, i) => i), width));
-    const attentions = [];
-    for (const block of this.blocks) {
-      const qkv = block.qkv.forward({ data: layerNorm(x, block.ln1.w, block.ln1.b, width, this.eps), shape: [t, width] }).data;
-      const [q, k, v] = [0, 1, 2].map((part) => splitHeads(qkv, t, heads, d, 3 * width, part * width));
-      const { output, weights } = this.attn.scaledDotProductAttention(q, k, v, { isCausal: true, needWeights });
+    const attentions = [], attentionInputs = [];
+    this.blocks.forEach((block, layer) => {
+      const input = layerNorm(x, block.ln1.w, block.ln1.b, width, this.eps);
+      if (needInputs) attentionInputs.push(input);
+      const { query, key, value } = this.attentionParts(input, layer);
+      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { isCausal: true, needWeights });
       attentions.push(weights ? weights.data : null);
       addInto(x, block.proj.forward({ data: mergeHeads(output.data, t, heads, d), shape: [t, width] }).data);
       const hidden = activate(block.fc.forward({ data: layerNorm(x, block.ln2.w, block.ln2.b, width, this.eps), shape: [t, width] }).data, this.act);
       addInto(x, block.fcProj.forward({ data: hidden, shape: [t, hidden.length / t] }).data);
-    }
+    });
     const final = layerNorm(x, this.finalNorm.w, this.finalNorm.b, width, this.eps);
-    return { logits: headRows(this.head, final, t, width, logits), attentions: needWeights ? attentions : null };
+    return { logits: headRows(this.head, final, t, width, logits), attentions: needWeights ? attentions : null, attentionInputs: needInputs ? attentionInputs : null };
+  }
+
+  /** As DecoderModel's: q, k, v [1, heads, t, d] from c_attn of ln_1's output. */
+  attentionParts(input, layer) {
+    const t = input.length / this.width, width = this.width, d = width / this.heads;
+    const qkv = this.blocks[layer].qkv.forward({ data: input, shape: [t, width] }).data;
+    const [query, key, value] = [0, 1, 2].map((part) => splitHeads(qkv, t, this.heads, d, 3 * width, part * width));
+    return { query, key, value, scale: 1 / Math.sqrt(d), softcap: null, window: null, causal: true, about: 'positions learned (wpe), added to the input' };
   }
 
   dispose() {
