@@ -28,6 +28,14 @@ function ask(message, transfer = []) {
   });
 }
 
+/**
+ * Gives the worker back the trained model's pictures once nothing on the page reads them: it pools
+ * the next ones into that memory, already in place (fresh memory costs more than the pooling).
+ */
+export function recycle(weights) {
+  worker.postMessage({ type: 'recycle', weights }, [weights.buffer]);
+}
+
 /** The neuron view's numbers for a selection (see runner.js). */
 export async function computeNeuron(selection) {
   const reply = await ask({ type: 'neuron', selection });

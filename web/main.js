@@ -18,7 +18,7 @@
 // attribute: { left, top, cell } in CSS px. A JSON data block is never executed, so the CSP
 // (no inline scripts) allows it.
 import { checkResult } from './checks.js';
-import { counts, inputError, isIdle, startWorker } from './compute.js';
+import { counts, inputError, isIdle, recycle, startWorker } from './compute.js';
 import { bindControls, currentRequest, fileName } from './controls-view.js';
 import { engineInfo, showFeatures, showTimes } from './engine-view.js';
 import { bindExport } from './export-view.js';
@@ -33,8 +33,11 @@ const published = $('#attention-result');
 let shown = null; // the result on screen: the worker's result plus { request, id, updateMs }
 
 function accept(job, result) {
+  const previous = shown;
   shown = { ...result, request: job.request, id: job.id };
   show(shown);
+  // The views now read the new result: the model's last pictures go back to the worker.
+  if (previous?.kind === 'model') recycle(previous.weights);
   shown.updateMs = performance.now() - job.requestedAt;
   showTimes(shown);
   showModel(shown);

@@ -2,7 +2,7 @@
 // the Llama layout whose attention blocks are the package's GroupedQueryAttention and whose MLP and
 // output head (tied to the embedding) are its Linear; the embedding and RMSNorm are plain JS. No
 // DOM: the tests run this file under Node.
-import { addInto, headRows, rmsNorm, splitHeads } from './models/ops.js';
+import { addInto, blockParts, headRows, rmsNorm } from './models/ops.js';
 
 // The Hugging Face state-dict names the training script writes.
 const layerPrefix = (layer) => `model.layers.${layer}.`;
@@ -45,12 +45,6 @@ export class CharModel {
         gate: linear(`${prefix}mlp.gate_proj.weight`, this.width, this.inner),
         up: linear(`${prefix}mlp.up_proj.weight`, this.width, this.inner),
         down: linear(`${prefix}mlp.down_proj.weight`, this.inner, this.width),
-        // The query projection again, for queries(): the pictures recompute a window's queries.
-        queries: linear(`${prefix}self_attn.q_proj.weight`, this.width, this.heads * config.head_dim),
-        // For the neuron view (neuron.js): the projections it recomputes for one query.
-        query: weight(`${prefix}self_attn.q_proj.weight`),
-        key: weight(`${prefix}self_attn.k_proj.weight`),
-        value: weight(`${prefix}self_attn.v_proj.weight`),
       });
     }
   }
@@ -104,18 +98,12 @@ export class CharModel {
   }
 
   /**
-   * The queries of rows first … first + count − 1 of layer `layer`'s attention input x [t, width]
-   * (forward()'s attentionInputs), projected and rotated as the block does → { data, shape: [1,
-   * heads, count, headDim] }, what the layer's KVCache.attend takes.
+   * What layer `layer`'s attention reads from its input rows x [t, width] (forward()'s
+   * attentionInputs, or some of their rows with their `positions`), and how it scores: ops.js's
+   * blockParts.
    */
-  queries(x, layer, first, count) {
-    const { head_dim: d, rope_theta: base } = this.config;
-    const { width, heads } = this;
-    // The projection's rows land in one array kept for the next call (the pictures call this per chunk).
-    if (!(this.queryRows?.length >= count * heads * d)) this.queryRows = new Float32Array(count * heads * d);
-    const rows = this.blocks[layer].queries.forward({ data: x.subarray(first * width, (first + count) * width), shape: [count, width] }, { out: this.queryRows }).data;
-    const positions = Int32Array.from({ length: count }, (_, i) => first + i);
-    return this.attn.rope(splitHeads(rows, count, heads, d), { positions, base });
+  attentionParts(x, layer, positions = undefined) {
+    return blockParts(this.blocks[layer].attention, x, this.width, positions);
   }
 
   /** down(SiLU(gate(x)) · up(x)), its results in `buffers` ({ gate, up, down }, made on first use). */
@@ -130,7 +118,7 @@ export class CharModel {
   /** Frees the model's modules (its attention blocks and Linear layers) in wasm memory. */
   dispose() {
     this.head.dispose();
-    for (const block of this.blocks) for (const module of [block.attention, block.queries, block.gate, block.up, block.down]) module.dispose();
+    for (const block of this.blocks) for (const module of [block.attention, block.gate, block.up, block.down]) module.dispose();
   }
 }
 

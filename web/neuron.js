@@ -1,7 +1,8 @@
 // The neuron view's numbers: one query of one head, written out step by step as the block
-// computes it, so the page can show what the package fuses: for the trained model (modelNeuron),
-// an opened Hugging Face model (openedNeuron) and for the other kinds (scaled dot-product, MultiheadAttention, additive, Transformer-XL
-// relative) with the page's seeded weights and toy embeddings (kindNeuron). No DOM.
+// computes it, so the page can show what the package fuses: for the trained model and an opened
+// Hugging Face model (modelNeuron) and for the other kinds (scaled dot-product,
+// MultiheadAttention, additive, Transformer-XL relative) with the page's seeded weights and toy
+// embeddings (kindNeuron). No DOM.
 import { embed, padBatch } from './embeddings.js';
 import { maskedCells } from './masks.js';
 import { matmulTransposed } from './model.js';
@@ -47,35 +48,13 @@ export function finishNeuron({ q, keys, terms, scale, softcap = null, masked, va
 }
 
 /**
- * The trained model's neuron view of one query: how head `head` of layer `layer` of `model` (a
- * CharModel) weighs the keys for query `query`, as the block computes it (Hugging Face's eager
- * attention), from that layer's attention input x (forward()'s attentionInputs[layer], [t, width]):
- * → { q [headDim] (after RoPE), keys [t, headDim] (after RoPE), terms [{ name: 'q·k', values }],
- *     scaled (÷ √headDim), masked (1 = a later key, hidden by the causal mask), weights (softmax
- *     of the rest), values [t, headDim], output [headDim] (the weighted sum of the values),
- *     describe, kvHead } (see neuron.js's finishNeuron).
+ * A model's neuron view (the trained model's, web/model.js, or an opened Hugging Face model's,
+ * web/models/): head `head` of layer `layer` for query `query`, from what the layer's attention
+ * reads, `parts` (the model's attentionParts: q, k, v [1, heads or kvHeads, t, d], scale, softcap,
+ * window, causal, about).
+ * → finishNeuron's numbers (q and keys as the block scores them) and kvHead.
  */
-export function modelNeuron(model, x, layer, head, query) {
-  const { head_dim: d, rope_theta: base } = model.config;
-  const { width } = model;
-  const t = x.length / width;
-  const block = model.blocks[layer];
-  const group = Math.floor(head / (model.heads / model.config.num_key_value_heads)); // its key/value head
-  const q = model.queries(x, layer, query, 1).data.subarray(head * d, (head + 1) * d);
-  const keys = model.attn.rope({ data: project(x, block.key, width, group * d, d), shape: [t, d] }, { base }).data;
-  const values = project(x, block.value, width, group * d, d);
-  const dots = Float32Array.from({ length: t }, (_, j) => dot(q, keys, j * d, d));
-  const masked = Uint8Array.from({ length: t }, (_, j) => (j > query ? 1 : 0));
-  const describe = `layer ${layer + 1}, head ${head + 1} (key/value head ${group + 1}) · d = ${d}, scale 1/√${d}, q and k after RoPE · no soft cap in this model`;
-  return { ...finishNeuron({ q, keys, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), masked, values, describe }), kvHead: group };
-}
-
-/**
- * An opened Hugging Face model's neuron view (web/models/): head `head` of layer `layer` for query
- * `query`, from what the layer's attention reads, `parts` (the model's attentionParts: q, k, v
- * [1, heads or kvHeads, t, d], scale, softcap, window, causal, about).
- */
-export function openedNeuron(parts, layer, head, query) {
+export function modelNeuron(parts, layer, head, query) {
   const { scale, softcap, window, causal, about } = parts;
   const [, heads, t, d] = parts.query.shape;
   const kvHead = Math.floor(head / (heads / parts.key.shape[1])); // its key/value head

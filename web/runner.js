@@ -13,7 +13,7 @@ import { checkCausalRows, checkRows, noFindings } from './checks.js';
 import { Generation } from './model.js';
 import { openModelFolder } from './models/folder.js';
 import { HeadScorer, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from './models/scores.js';
-import { kindNeuron, modelNeuron, openedNeuron } from './neuron.js';
+import { kindNeuron, modelNeuron } from './neuron.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
 
 /** RelativeMultiHeadAttention's P: relative positions each side; n and m may not exceed it. */
@@ -63,6 +63,8 @@ export class AttentionRunner {
     this.opened = null; // the Hugging Face model folder opened (openFolder) and its head scores
     this.generation = null;
     this.lastForward = null; // see modelForward()
+    this.neuronLayer = null; // see neuronParts()
+    this.spare = null; // pictures the page gave back (worker.js's 'recycle'), for pictureArray()
   }
 
   /** Loads a MultiheadAttention from a file's { id, config, stateDict }; throws the API's error. */
@@ -184,26 +186,37 @@ export class AttentionRunner {
    */
   neuron(selection) {
     const { kind, text, layer, head, query } = selection;
-    if (kind === 'opened') return openedNeuron(this.openedParts(text, layer), layer, head, query);
-    if (kind !== 'model') return kindNeuron(selection, RELATIVE_P);
-    return modelNeuron(this.model, this.modelForward(text).inputs[layer], layer, head, query);
+    if (kind !== 'model' && kind !== 'opened') return kindNeuron(selection, RELATIVE_P);
+    return modelNeuron(this.neuronParts(kind, text, layer), layer, head, query);
   }
 
   /**
-   * What layer `layer` of the opened model reads over `text` (its attentionParts), from the
-   * attention inputs computeOpened kept (a forward of its own for another text), the last layer's
-   * kept for the next query pointed at.
+   * What layer `layer` of the trained (`kind` 'model') or the opened model ('opened') reads over
+   * `text` (the model's attentionParts), from the attention inputs its forward kept (the opened
+   * model's: computeOpened's, or a forward of its own for another text); the last layer's are kept
+   * for the next query pointed at.
    */
-  openedParts(text, layer) {
-    if (!this.opened) throw new Error('No model folder is open.');
-    const { folder: { model, tokenizer } } = this.opened;
-    let kept = this.opened.forward;
-    if (kept?.text !== text) {
-      const { attentionInputs } = model.forward(Int32Array.from(tokenizer.encode(text).ids), { logits: 'none', needInputs: true });
-      kept = this.opened.forward = { text, inputs: attentionInputs, parts: null };
+  neuronParts(kind, text, layer) {
+    if (kind === 'opened' && !this.opened) throw new Error('No model folder is open.');
+    const model = kind === 'model' ? this.model : this.opened.folder.model;
+    const kept = this.neuronLayer;
+    if (kept?.model === model && kept.text === text && kept.layer === layer) return kept.parts;
+    let inputs;
+    if (kind === 'model') inputs = this.modelForward(text).inputs;
+    else if (this.opened.forward?.text === text) inputs = this.opened.forward.inputs;
+    else {
+      inputs = model.forward(Int32Array.from(this.opened.folder.tokenizer.encode(text).ids), { logits: 'none', needInputs: true }).attentionInputs;
+      this.opened.forward = { text, inputs };
     }
-    if (kept.parts?.layer !== layer) kept.parts = { layer, ...model.attentionParts(kept.inputs[layer], layer) };
-    return kept.parts;
+    this.neuronLayer = { model, text, layer, parts: model.attentionParts(inputs[layer], layer) };
+    return this.neuronLayer.parts;
+  }
+
+  /** An array of `length` zeros for the model's pictures: the page's spare one when it fits. */
+  pictureArray(length) {
+    const spare = this.spare;
+    this.spare = null;
+    return spare?.length === length ? spare.fill(0) : new Float32Array(length);
   }
 
   /** See compute(), computeModel() and computeOpened(). */
@@ -277,7 +290,7 @@ function computeModel(runner, request) {
     // The scores on the text need every row: a window of all of them scores them once per text.
     const scorer = forward.textScores || grid.row > 0 || grid.rowEnd < forward.length
       ? null : new HeadScorer(model.layers, model.heads, inductionTargets(forward.ids));
-    pictures = modelPictures(model, forward, grid, scorer);
+    pictures = modelPictures(model, forward, grid, scorer, runner.pictureArray(model.layers * model.heads * grid.rows * grid.cols));
     if (scorer) forward.textScores = scorer.scores().flat();
     phases.pictures = performance.now() - picturesStarted;
     forwardMs = performance.now() - forwardStarted;
@@ -338,7 +351,7 @@ function computeOpened(runner, request) {
   if (ids.length > OPENED_MAX_TOKENS) throw new Error(`The text is ${ids.length} tokens; the viewer shows at most ${OPENED_MAX_TOKENS}.`);
   const forwardStarted = performance.now();
   const { attentions, attentionInputs } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none', needInputs: true });
-  runner.opened.forward = { text: request.text, inputs: attentionInputs, parts: null }; // for the neuron view
+  runner.opened.forward = { text: request.text, inputs: attentionInputs }; // for the neuron view
   const forwardMs = performance.now() - forwardStarted;
   const t = ids.length;
   const plane = t * t;
@@ -390,16 +403,16 @@ function computeOpened(runner, request) {
 
 /**
  * Every head's weights over `grid` of the model's [t, t] map, max-pooled into the grid's cells,
- * from a forward (AttentionRunner#modelForward): per layer, the window's query rows
- * (model.queries) attend through a KVCache of the layer's keys and values, truncated to the keys
- * up to each chunk's last row (the rest are hidden by the causal mask). Only the window's rows are
- * computed; the checks cover every one of them, and `scorer` (a HeadScorer) takes them when given.
+ * from a forward (AttentionRunner#modelForward): per layer, the window's query rows (projected
+ * and rotated at once: model.attentionParts) attend chunk by chunk through a KVCache of the
+ * layer's keys and values, truncated to the keys up to each chunk's last row (the rest are hidden
+ * by the causal mask). Only the window's rows are computed; the checks cover every one of them, and
+ * `scorer` (a HeadScorer) takes them when given. `weights`: zeros to pool into.
  * → { grid, weights [layers · heads, rows, cols], checks }
  */
-export function modelPictures(model, forward, grid, scorer = null) {
+export function modelPictures(model, forward, grid, scorer = null, weights = new Float32Array(model.layers * model.heads * grid.rows * grid.cols)) {
   const { heads } = model;
   const cells = grid.rows * grid.cols;
-  const weights = new Float32Array(model.layers * heads * cells);
   const checks = noFindings();
   // attend() writes each chunk into these, reused chunk after chunk (and the weights' from one
   // update to the next): fresh arrays would cost more than the attention (memory to fault in).
@@ -407,15 +420,26 @@ export function modelPictures(model, forward, grid, scorer = null) {
     weights: chunkWeights ??= new Float32Array(CHUNK_WEIGHTS),
     output: new Float32Array(heads * (grid.rowEnd - grid.row) * model.config.head_dim),
   };
+  const d = model.config.head_dim;
+  const windowRows = grid.rowEnd - grid.row;
+  const chunkQueries = new Float32Array(heads * windowRows * d); // a chunk's rows of every head
   for (let layer = 0; layer < model.layers; layer++) {
     const cache = model.blocks[layer].attention.createCache(forward.length, { dtype: 'f32' });
     try {
       cache.append(forward.keys[layer], forward.values[layer]);
+      // The window's queries at once, [1, heads, windowRows, d], as the block rotated them.
+      const { query } = model.attentionParts(forward.inputs[layer].subarray(grid.row * model.width, grid.rowEnd * model.width), layer,
+        Int32Array.from({ length: windowRows }, (_, i) => grid.row + i));
       for (let end = grid.rowEnd; end > grid.row;) {
         const count = Math.min(end - grid.row, Math.max(1, Math.floor(CHUNK_WEIGHTS / (heads * end))));
         const first = end - count;
+        for (let h = 0; h < heads; h++) {
+          const rows = (h * windowRows + first - grid.row) * d;
+          chunkQueries.set(query.data.subarray(rows, rows + count * d), h * count * d);
+        }
         cache.truncate(end);
-        const chunk = cache.attend(model.queries(forward.inputs[layer], layer, first, count), { needWeights: true, out }).weights.data;
+        const queries = { data: chunkQueries.subarray(0, heads * count * d), shape: [1, heads, count, d] };
+        const chunk = cache.attend(queries, { needWeights: true, out }).weights.data;
         const rowBin = binsOf(first, count, grid.row, grid.step); // the chunk lies inside the window
         // Keys past the chunk's last row are not in its weights: their cells stay 0 (and masked).
         const columns = columnsOf(grid.col, Math.min(grid.colEnd, end), grid.step);

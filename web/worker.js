@@ -6,6 +6,9 @@
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
 //               { type: 'neuron', id, selection }           the neuron view's numbers (runner.js)
+//               { type: 'recycle', weights }                 the trained model's last pictures, which
+//                                                            the page no longer reads: the next ones
+//                                                            are pooled into them (runner.js)
 //               { type: 'openModel', id, files }            a Hugging Face model folder (runner.js
 //                                                           openFolder); then requests of kind 'opened'
 // Messages out: { type: 'ready', features, build, crossOriginIsolated } | { type: 'fatal', message }
@@ -83,6 +86,8 @@ self.addEventListener('message', async ({ data: message }) => {
     } catch (error) {
       self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message, memory: attn.stats() });
     }
+  } else if (message.type === 'recycle') {
+    runner.spare = message.weights;
   } else if (message.type === 'compute') {
     try {
       const result = runner.run(message.request);

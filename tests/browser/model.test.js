@@ -75,7 +75,7 @@ test('the neuron view: a head\'s steps for the query under the pointer, ending i
   await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
   const token = result.tokens[0][query];
   assert.equal(await browser.page.textContent('#neuron-title'),
-    `Query “${token === ' ' ? '␣' : token}” (${query}) · layer 2, head 3 (key/value head 2) · d = 32, scale 1/√32, q and k after RoPE · no soft cap in this model`);
+    `Query “${token === ' ' ? '␣' : token}” (${query}) · layer 2, head 3 (key/value head 2) · d = 32, scale 1/√32, q and k after RoPE`);
   const rows = await browser.page.$$eval('#neuron-body tbody tr', (trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
   assert.equal(rows.length, 1 + (query + 1) + 1, 'q, every visible key, the output');
   for (let j = 0; j <= query; j++) {

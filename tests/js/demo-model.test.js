@@ -84,7 +84,7 @@ test('the neuron view\'s steps end in the block\'s own weights for that query', 
   const t = ids.length;
   const { weights, attentionInputs } = model.forward(ids, { needWeights: true });
   for (const [layer, head, query] of [[0, 0, 0], [0, 3, t - 1], [1, 1, 7], [1, 2, t - 1]]) {
-    const n = modelNeuron(model, attentionInputs[layer], layer, head, query);
+    const n = modelNeuron(model.attentionParts(attentionInputs[layer], layer), layer, head, query);
     assert.equal(n.kvHead, Math.floor(head / 2), 'heads 0-1 share key/value head 0, heads 2-3 key/value head 1');
     const want = weights[layer].subarray((head * t + query) * t, (head * t + query + 1) * t);
     const err = maxRelativeError(n.weights, want);

@@ -10,7 +10,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import { init } from 'attention-wasm';
 
 import { createModel, MODEL_TYPES } from '../../web/models/index.js';
-import { openedNeuron } from '../../web/neuron.js';
+import { modelNeuron } from '../../web/neuron.js';
 import { BUILDS, TOLERANCE, maxRelativeError, toTensor } from './helpers.js';
 
 const ROOT = new URL('../fixtures/models/', import.meta.url);
@@ -74,7 +74,7 @@ for (const build of BUILDS) {
           for (let layer = 0; layer < layers; layer++) {
             const parts = model.attentionParts(attentionInputs[layer], layer);
             for (let head = 0; head < heads; head++) {
-              const rows = Float32Array.from(Array.from({ length: t }, (_, query) => Array.from(openedNeuron(parts, layer, head, query).weights)).flat());
+              const rows = Float32Array.from(Array.from({ length: t }, (_, query) => Array.from(modelNeuron(parts, layer, head, query).weights)).flat());
               const err = maxRelativeError(rows, want.data.subarray((layer * heads + head) * t * t, (layer * heads + head + 1) * t * t));
               assert.ok(err <= TOLERANCE, `${m.name} layer ${layer + 1} head ${head + 1}: max relative error ${err}`);
             }

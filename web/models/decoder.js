@@ -3,7 +3,7 @@
 // residual stream with RMSNorms around them, a final RMSNorm and the output head (Hugging Face's
 // LlamaForCausalLM and its kin). Attention is the package's GroupedQueryAttention configured by
 // fromConfig, the projections its Linear. No DOM.
-import { activate, addInto, embed, floats, headRows, rmsNorm } from './ops.js';
+import { activate, addInto, blockParts, embed, floats, headRows, rmsNorm } from './ops.js';
 import { linearOf, owning, tensorOf } from './weights.js';
 
 // How each family arranges a layer (its modeling_*.py DecoderLayer):
@@ -106,19 +106,11 @@ export class DecoderModel {
   }
 
   /**
-   * What layer `layer`'s attention reads from its input [t, width] (forward's attentionInputs):
-   * { query [1, heads, t, d], key, value [1, kvHeads, t, d] } (q and k after the QK-norm and
-   * RoPE: GroupedQueryAttention.project) and how it scores them: scale, softcap, window, causal,
-   * about (a line for the neuron view).
+   * What layer `layer`'s attention reads from its input [t, width] (forward's attentionInputs), and
+   * how it scores: ops.js's blockParts.
    */
   attentionParts(input, layer) {
-    const { attention } = this.blocks[layer];
-    const t = input.length / this.width;
-    return {
-      ...attention.project({ data: input, shape: [1, t, this.width] }),
-      scale: attention.scale ?? 1 / Math.sqrt(attention.headDim), softcap: attention.softcap, window: attention.slidingWindow, causal: true,
-      about: `q and k after ${attention.qkNorm ? 'QK-norm and ' : ''}RoPE`,
-    };
+    return blockParts(this.blocks[layer].attention, input, this.width);
   }
 
   // down(act(gate(x)) · up(x)); Phi-3's gate and up come as the two halves of one projection.

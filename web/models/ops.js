@@ -114,3 +114,18 @@ export function mergeHeads(x, t, heads, d) {
     for (let i = 0; i < t; i++) out.set(x.subarray((h * t + i) * d, (h * t + i + 1) * d), (i * heads + h) * d);
   return out;
 }
+
+/**
+ * What a GroupedQueryAttention block reads from its input [t, width] and how it scores (a model's
+ * attentionParts, the neuron view's numbers): { query [1, heads, t, d], key, value [1, kvHeads,
+ * t, d] } (q and k after the QK-norm and RoPE at `positions`, default 0 … t − 1:
+ * GroupedQueryAttention.project), scale, softcap, window, causal, about (a line saying what q and
+ * k are).
+ */
+export function blockParts(attention, input, width, positions = undefined) {
+  return {
+    ...attention.project({ data: input, shape: [1, input.length / width, width] }, { positions }),
+    scale: attention.scale ?? 1 / Math.sqrt(attention.headDim), softcap: attention.softcap, window: attention.slidingWindow, causal: true,
+    about: `q and k after ${attention.qkNorm ? 'QK-norm and ' : ''}RoPE`,
+  };
+}
