@@ -127,6 +127,11 @@ export interface SdpaOptions {
    */
   needWeights?: boolean;
   /**
+   * Arrays to write the results into, each with room for its result (the result's `data` is its
+   * start), as `KVCache.attend`'s. `weights` needs `needWeights: true`.
+   */
+  out?: { output?: Float32Array; weights?: Float32Array };
+  /**
    * Grouped-query attention (PyTorch 2.5's `enable_gqa`): `query [..., Hq, n, d]` with
    * `key`/`value [..., Hkv, m, d]`, `Hq % Hkv == 0`; query head h reads key/value head
    * `floor(h / (Hq / Hkv))`. Default `false` (head counts must be equal).
@@ -614,6 +619,11 @@ export interface GroupedQueryAttentionForwardOptions {
   attnMask?: Mask | null;
   /** Default false. */
   needWeights?: boolean;
+  /**
+   * Arrays to write the results into, each with room for its result (the result's `data` is its
+   * start), as `KVCache.attend`'s. `weights` needs `needWeights: true`.
+   */
+  out?: { output?: Float32Array; weights?: Float32Array };
 }
 
 /**

@@ -9,7 +9,7 @@ import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } 
 import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
 import { loadSafetensors } from './safetensors.js';
 import {
-  checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkTensor, MAX_DIM,
+  checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkOutArray, checkOutArrays, checkPositions, checkPositive, checkTensor, MAX_DIM,
 } from './validate.js';
 
 export { AttentionError };
@@ -18,7 +18,7 @@ export { AttentionError };
 const VERSION = typeof __ATTENTION_VERSION__ === 'string' ? __ATTENTION_VERSION__ : '0.0.0-dev';
 
 const SDPA_OPTIONS = [
-  'attnMask', 'isCausal', 'scale', 'dropoutP', 'seed', 'needWeights',
+  'attnMask', 'isCausal', 'scale', 'dropoutP', 'seed', 'needWeights', 'out',
   'enableGqa', 'window', 'softcap', 'alibi', 'documentIds', 'queryDocumentIds', 'keyDocumentIds',
 ];
 const ROPE_OPTIONS = ['positions', 'offset', 'base', 'rotaryDim', 'interleaved', ...ROPE_SCHEME_OPTIONS];
@@ -131,6 +131,7 @@ class Attention {
     const softcap = opts.softcap === undefined ? undefined : checkPositive(opts.softcap, 'softcap');
     const alibi = checkAlibi(opts.alibi);
     const documents = checkDocuments(opts);
+    const out = checkOutArrays(opts.out, needWeights);
 
     const runtime = this.#runtime;
     runtime.checkRank(query.shape, 'query', '[..., n, d]');
@@ -151,10 +152,13 @@ class Attention {
     });
     throwIfFailed(wasm._sdpaCheck(tensorView(0, query), tensorView(0, key), tensorView(0, value), options()));
     const rows = query.shape.slice(0, -1);
+    const outputShape = [...rows, value.shape.at(-1)];
+    const weightsShape = needWeights ? [...rows, key.shape.at(-2)] : null;
     const [output, weights] = runtime.invoke(
       [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'attnMask'], [alibi.slopes, 'alibi'],
         [documents.queries?.data, 'queryDocumentIds'], [documents.keys?.data, 'keyDocumentIds']],
-      [[[...rows, value.shape.at(-1)], 'output'], [needWeights ? [...rows, key.shape.at(-2)] : null, 'weights']],
+      [[outputShape, 'output', undefined, checkOutArray(out.output, 'out.output', outputShape)],
+        [weightsShape, 'weights', undefined, weightsShape && checkOutArray(out.weights, 'out.weights', weightsShape)]],
       ([q, k, v, m, slopes, queryIds, keyIds], [out, w]) =>
         wasm._sdpa(tensorView(q, query), tensorView(k, key), tensorView(v, value), options({ mask: m, slopes, queryIds, keyIds }), out, w),
     );

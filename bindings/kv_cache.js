@@ -5,7 +5,7 @@ import { adopt, expose, internals, live, release } from './owned.js';
 import { HeapScope, heapBuffer } from './heap.js';
 import { disposeSymbol, maskView, tensorView, throwIfFailed } from './runtime.js';
 import {
-  checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkOutArray, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
+  checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkOutArray, checkOutArrays, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
 } from './validate.js';
 
 const CONFIG = ['batch', 'heads', 'headDim', 'valueDim', 'maxLength', 'dtype', 'window'];
@@ -100,8 +100,7 @@ export function createKVCacheClass(runtime) {
       const window = opts.window === undefined ? undefined : checkSize(opts.window, 'window');
       const mask = checkMask(opts.attnMask, 'attnMask');
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
-      const out = checkOptions(opts.out, ['output', 'weights'], 'out');
-      if (out.weights !== undefined && !needWeights) throw new AttentionError('out.weights', 'needWeights: true (the weights to write)', 'needWeights false');
+      const out = checkOutArrays(opts.out, needWeights);
       runtime.checkRank(query.shape, 'query', '[batch, Hq, n, headDim]');
       if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [batch, Hq, n, length]');
       // The core's CacheAttendOptions, with the mask and slopes at the given pointers.

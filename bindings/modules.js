@@ -4,7 +4,7 @@ import { AttentionError, describe, keepClassNames, shapeString } from './errors.
 import { cacheHandle } from './kv_cache.js';
 import {
   checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkShape, checkTensor, checkTokenMask,
-  checkOutArray, MAX_DIM, numel,
+  checkOutArray, checkOutArrays, MAX_DIM, numel,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
 import { disposeSymbol, idsView, maskType, maskView, tensorView, throwIfFailed } from './runtime.js';
@@ -154,15 +154,17 @@ class AttentionModule {
 }
 
 // Runs a module's forward: shape check (gives the result shapes), then the call proper. The output
-// may overwrite input `outputOverInput` where the module allows it.
-function forward(state, shapeEntries, check, inputs, run, outputOverInput, out = null) {
+// may overwrite input `outputOverInput` where the module allows it. `into`: the arrays the caller
+// gave for the results (opts.out), { output, weights }, each [array, its name in errors].
+function forward(state, shapeEntries, check, inputs, run, outputOverInput, into = {}) {
   const { runtime } = state;
   const shapes = shapeEntries && runtime.writeShapes(shapeEntries);
   const result = check(shapes);
   if (!result || result.output === undefined) throwIfFailed(result);
+  const given = (entry, shape) => (entry && shape ? checkOutArray(...entry, shape) : null);
   const [output, weights] = runtime.invoke(
     inputs,
-    [[result.output, 'output', outputOverInput, checkOutArray(out, 'out', result.output)], [result.weights, 'weights']],
+    [[result.output, 'output', outputOverInput, given(into.output, result.output)], [result.weights, 'weights', undefined, given(into.weights, result.weights)]],
     (pointers, [out, w]) => run(shapes, pointers, out, w),
   );
   return { output, weights };
@@ -507,9 +509,10 @@ export function createModuleClasses(runtime, KVCache) {
      */
     forward(x, opts) {
       const { state, wasm } = live(this, 'forward');
-      opts = checkOptions(opts, ['cache', 'positions', 'attentionMask', 'attnMask', 'needWeights']);
+      opts = checkOptions(opts, ['cache', 'positions', 'attentionMask', 'attnMask', 'needWeights', 'out']);
       const block = blockInputs(runtime, wasm, x, opts);
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
+      const out = checkOutArrays(opts.out, needWeights);
       const { output, weights } = forward(
         state,
         null,
@@ -518,7 +521,9 @@ export function createModuleClasses(runtime, KVCache) {
           return result?.output && !needWeights ? { ...result, weights: null } : result;
         },
         block.inputs,
-        (_, pointers, out, w) => wasm._gqaForward(state.handle, tensorView(pointers[0], x), block.options(pointers), out, w),
+        (_, pointers, output, w) => wasm._gqaForward(state.handle, tensorView(pointers[0], x), block.options(pointers), output, w),
+        undefined,
+        { output: [out.output, 'out.output'], weights: [out.weights, 'out.weights'] },
       );
       return { output, weights };
     }
@@ -598,7 +603,7 @@ export function createModuleClasses(runtime, KVCache) {
         [[x.data, 'x']],
         (_, [xp], out) => wasm._linearForward(state.handle, tensorView(xp, x), out),
         undefined,
-        opts.out,
+        { output: [opts.out, 'out'] },
       ).output;
     }
   }

@@ -37,6 +37,15 @@ export function checkTensor(value, argument) {
   return value;
 }
 
+// opts.out of a call returning { output, weights }: the Float32Arrays to write them into, either
+// absent; weights only where they are asked for. Each is checked against its result's shape by
+// checkOutArray once the shapes are known.
+export function checkOutArrays(value, needWeights) {
+  const out = checkOptions(value, ['output', 'weights'], 'out');
+  if (out.weights !== undefined && !needWeights) throw new AttentionError('out.weights', 'needWeights: true (the weights to write)', 'needWeights false');
+  return out;
+}
+
 // An array a result is written into (opts.out): a Float32Array with room for `shape`; null and
 // undefined mean none (a new array).
 export function checkOutArray(value, argument, shape) {

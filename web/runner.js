@@ -340,7 +340,8 @@ function computeModel(runner, request) {
 
 /**
  * The opened Hugging Face model (openFolder) over request.text, tokenized as HF's default encode
- * does (special tokens included): every layer's heads as [layers · heads, t, t], whole.
+ * does (special tokens included): every layer's heads as [layers · heads, t, t], whole, written
+ * there by the forward (one copy of them in the worker).
  */
 function computeOpened(runner, request) {
   if (!runner.opened) throw new Error('No model folder is open.');
@@ -349,21 +350,19 @@ function computeOpened(runner, request) {
   const { ids, tokens } = tokenizer.encode(request.text);
   if (ids.length === 0) throw new Error('The text has no tokens.');
   if (ids.length > OPENED_MAX_TOKENS) throw new Error(`The text is ${ids.length} tokens; the viewer shows at most ${OPENED_MAX_TOKENS}.`);
-  const forwardStarted = performance.now();
-  const { attentions, attentionInputs } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none', needInputs: true });
-  runner.opened.forward = { text: request.text, inputs: attentionInputs }; // for the neuron view
-  const forwardMs = performance.now() - forwardStarted;
   const t = ids.length;
   const plane = t * t;
   const H = model.layers * model.heads;
+  // Every layer's weights straight into the one array the views read.
+  const weights = new Float32Array(H * plane);
+  const forwardStarted = performance.now();
+  const { attentions, attentionInputs } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none', needInputs: true, weightsInto: weights });
+  runner.opened.forward = { text: request.text, inputs: attentionInputs }; // for the neuron view
+  const forwardMs = performance.now() - forwardStarted;
   const grid = gridOf(t, t);
   const masked = model.modelType === 'bert' ? new Uint8Array(plane) : causalCells(grid);
-  const weights = new Float32Array(H * plane);
   const checks = noFindings();
-  attentions.forEach((layer, l) => {
-    weights.set(layer, l * model.heads * plane);
-    for (let h = 0; h < model.heads; h++) checkRows(layer.subarray(h * plane, (h + 1) * plane), masked, t, t, checks);
-  });
+  for (let h = 0; h < H; h++) checkRows(weights.subarray(h * plane, (h + 1) * plane), masked, t, t, checks);
   return {
     kind: 'opened',
     tokens: [tokens],

@@ -154,33 +154,47 @@ for (const build of BUILDS) {
       }
     });
 
-    test('attend(q, { out }) writes the output and weights into the arrays given, at their start', () => {
+    // KVCache.attend, GroupedQueryAttention.forward and scaledDotProductAttention take the same
+    // `out`: arrays the caller reuses, the results written at their start.
+    test('{ out } writes the output and weights into the arrays given: attend, GroupedQueryAttention.forward, scaledDotProductAttention', () => {
       const cache = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 16 });
       cache.append(randomTensor([1, 2, 6, 4], rng(11)), randomTensor([1, 2, 6, 4], rng(12)));
-      const output = new Float32Array(2 * 3 * 4);
-      const weights = new Float32Array(100).fill(-1);
-      for (const seed of [13, 14]) {
-        const q = randomTensor([1, 2, 3, 4], rng(seed));
-        const fresh = cache.attend(q, { needWeights: true });
-        const into = cache.attend(q, { needWeights: true, out: { output, weights } });
-        assert.equal(into.output.data, output);
-        assert.equal(into.weights.data.buffer, weights.buffer);
-        assert.deepEqual(into.output.data, fresh.output.data);
-        assert.deepEqual(into.weights.data, fresh.weights.data);
-        assert.deepEqual(into.weights.shape, [1, 2, 3, 6]);
+      const block = new attn.GroupedQueryAttention(8, 2, 2).loadStateDict(Object.fromEntries(
+        ['q_proj', 'k_proj', 'v_proj', 'o_proj'].map((name, i) => [`${name}.weight`, randomTensor([8, 8], rng(20 + i))])));
+      const [key, value] = [randomTensor([1, 2, 6, 4], rng(16)), randomTensor([1, 2, 6, 4], rng(17))];
+      const calls = [
+        ['KVCache.attend', (seed, opts) => cache.attend(randomTensor([1, 2, 3, 4], rng(seed)), opts), [1, 2, 3, 4], [1, 2, 3, 6]],
+        ['GroupedQueryAttention.forward', (seed, opts) => block.forward(randomTensor([1, 3, 8], rng(seed)), opts), [1, 3, 8], [1, 2, 3, 3]],
+        ['scaledDotProductAttention', (seed, opts) => attn.scaledDotProductAttention(randomTensor([1, 2, 3, 4], rng(seed)), key, value, opts), [1, 2, 3, 4], [1, 2, 3, 6]],
+      ];
+      for (const [name, call, outputShape, weightsShape] of calls) {
+        const size = (shape) => shape.reduce((a, b) => a * b, 1);
+        const output = new Float32Array(size(outputShape));
+        const weights = new Float32Array(100).fill(-1);
+        for (const seed of [13, 14]) {
+          const fresh = call(seed, { needWeights: true });
+          const into = call(seed, { needWeights: true, out: { output, weights } });
+          assert.equal(into.output.data, output, name);
+          assert.equal(into.weights.data.buffer, weights.buffer, name);
+          assert.deepEqual(into.output.data, fresh.output.data, name);
+          assert.deepEqual(into.weights.data, fresh.weights.data, name);
+          assert.deepEqual(into.weights.shape, weightsShape, name);
+        }
+        assert.equal(weights[size(weightsShape)], -1, `${name}: past the weights, the array is untouched`);
+        const named = (opts, argument, part) => assert.throws(() => call(15, opts),
+          (err) => err instanceof AttentionError && err.argument === argument && err.message.includes(part), `${name}: ${argument}`);
+        named({ needWeights: true, out: { weights: new Float32Array(size(weightsShape) - 1) } }, 'out.weights',
+          `at least ${size(weightsShape)} elements (the result [${weightsShape.join(', ')}])`);
+        named({ out: { weights } }, 'out.weights', 'needWeights: true');
+        named({ out: { output: new Float64Array(24) } }, 'out.output', 'a Float32Array');
+        named({ out: new Float32Array(24) }, 'out', 'an options object');
+        // The instance keeps working, and its memory stays where it was.
+        const heap = attn.stats().wasmHeapBytes;
+        for (let i = 0; i < 10; i++) call(i, { needWeights: true, out: { output, weights } });
+        assert.equal(attn.stats().wasmHeapBytes, heap, name);
       }
-      assert.equal(weights[36], -1, 'past the weights, the array is untouched');
-      const named = (opts, argument, part) => assert.throws(() => cache.attend(randomTensor([1, 2, 3, 4], rng(15)), opts),
-        (err) => err instanceof AttentionError && err.argument === argument && err.message.includes(part));
-      named({ needWeights: true, out: { weights: new Float32Array(35) } }, 'out.weights', 'at least 36 elements (the result [1, 2, 3, 6])');
-      named({ out: { weights } }, 'out.weights', 'needWeights: true');
-      named({ out: { output: new Float64Array(24) } }, 'out.output', 'a Float32Array');
-      named({ out: new Float32Array(24) }, 'out', 'an options object');
-      // The cache keeps working, and its memory stays where it was.
-      const heap = attn.stats().wasmHeapBytes;
-      for (let i = 0; i < 10; i++) cache.attend(randomTensor([1, 2, 3, 4], rng(i)), { needWeights: true, out: { output, weights } });
-      assert.equal(attn.stats().wasmHeapBytes, heap);
       cache.dispose();
+      block.dispose();
     });
 
     test('caches count as live objects until disposed, and a disposed cache throws DISPOSED', () => {

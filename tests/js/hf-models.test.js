@@ -85,6 +85,22 @@ for (const build of BUILDS) {
       }
     });
 
+    test('weightsInto: every layer writes its weights into the one array given, as it returns them without', () => {
+      for (const m of MODELS) {
+        const model = createModel(attn, m.config, attn.loadSafetensors(m.weights));
+        const ids = Int32Array.from(m.reference.ids);
+        const t = ids.length;
+        const { attentions } = model.forward(ids, { needWeights: true, logits: 'none' });
+        const into = new Float32Array(model.layers * model.heads * t * t);
+        const written = model.forward(ids, { needWeights: true, logits: 'none', weightsInto: into });
+        written.attentions.forEach((layer, l) => {
+          assert.equal(layer.buffer, into.buffer, `${m.name} layer ${l + 1}: a view of the array`);
+          assert.deepEqual(into.subarray(l * model.heads * t * t, (l + 1) * model.heads * t * t), attentions[l], `${m.name} layer ${l + 1}`);
+        });
+        model.dispose();
+      }
+    });
+
     test("logits: 'last' is the last row of 'all', 'none' gives none, and the weights do not change", () => {
       for (const m of MODELS) {
         const model = createModel(attn, m.config, attn.loadSafetensors(m.weights));

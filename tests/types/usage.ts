@@ -130,6 +130,7 @@ gqa.loadStateDict(new Map<string, ResultTensor>(), { prefix: 'model.layers.0.sel
 const gqaCache: KVCache = gqa.createCache(128, { batch: 1, dtype: 'f16' });
 const prefill: AttentionResult<null> = gqa.forward(tensor([1, 5, 64]), { cache: gqaCache, positions: [0, 1, 2, 3, 4] });
 const step: AttentionResult<ResultTensor> = gqa.forward(tensor([1, 1, 64]), { cache: gqaCache, needWeights: true });
+gqa.forward(tensor([1, 1, 64]), { needWeights: true, out: { output: new Float32Array(64), weights: new Float32Array(8) } });
 gqa.forward(tensor([2, 3, 64]), { positions: { data: new Int32Array(6), shape: [2, 3] }, attnMask: { data: new Uint8Array(6), shape: [2, 1, 1, 3] } });
 const { query: rotatedQuery, key: rotatedKey }: { query: ResultTensor; key: ResultTensor } = gqa.project(tensor([1, 5, 64]), { positions: [0, 1, 2, 3, 4] });
 const gqaHeads: number = gqa.numHeads + gqa.numKeyValueHeads + gqa.headDim + gqa.rotaryDim;

@@ -4,7 +4,7 @@
 // embeddings, a bias). Attention is scaledDotProductAttention; the projections the package's
 // Linear. No DOM.
 import { layerNormOf, linearOf, owning, tensorOf } from './weights.js';
-import { activate, addInto, embed, floats, headRows, layerNorm, mergeHeads, splitHeads } from './ops.js';
+import { activate, addInto, embed, floats, headRows, layerNorm, layerOut, mergeHeads, splitHeads } from './ops.js';
 
 export class BertModel {
   constructor(attn, config, tensors) {
@@ -50,7 +50,7 @@ export class BertModel {
    * ids → { logits (masked-LM) [t, vocab], attentions: per layer [heads, t, t] or null,
    * attentionInputs: per layer [t, width] (with `needInputs`) or null }.
    */
-  forward(ids, { needWeights = false, logits = 'all', needInputs = false } = {}) {
+  forward(ids, { needWeights = false, logits = 'all', needInputs = false, weightsInto = null } = {}) {
     const t = ids.length, width = this.width, heads = this.heads, d = width / heads;
     if (t > this.maxPositions) throw new Error(`bert reads at most ${this.maxPositions} tokens (max_position_embeddings); got ${t}`);
     const x0 = embed(this.words, ids, width);
@@ -62,7 +62,7 @@ export class BertModel {
     this.blocks.forEach((block, layer) => {
       if (needInputs) attentionInputs.push(x);
       const { query, key, value } = this.attentionParts(x, layer);
-      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { needWeights });
+      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { needWeights, out: layerOut(weightsInto, layer, heads, t) });
       attentions.push(weights ? weights.data : null);
       const attended = addInto(block.output.forward(rows(mergeHeads(output.data, t, heads, d))).data, x);
       x = layerNorm(attended, block.attentionNorm.w, block.attentionNorm.b, width, this.eps);

@@ -3,7 +3,7 @@
 // residual stream with RMSNorms around them, a final RMSNorm and the output head (Hugging Face's
 // LlamaForCausalLM and its kin). Attention is the package's GroupedQueryAttention configured by
 // fromConfig, the projections its Linear. No DOM.
-import { activate, addInto, blockParts, embed, floats, headRows, rmsNorm } from './ops.js';
+import { activate, addInto, blockParts, embed, floats, headRows, layerOut, rmsNorm } from './ops.js';
 import { linearOf, owning, tensorOf } from './weights.js';
 
 // How each family arranges a layer (its modeling_*.py DecoderLayer):
@@ -77,11 +77,12 @@ export class DecoderModel {
 
   /**
    * ids (token ids) → { logits [t, vocab] (or as `logits` says: 'all', 'last', 'none'),
-   * attentions: per layer [heads, t, t] (the softmax weights) or null, attentionInputs: per layer
-   * the attention block's input [t, width] (with `needInputs`) or null }.
+   * attentions: per layer [heads, t, t] (the softmax weights; views of `weightsInto`
+   * [layers · heads, t, t] when given) or null, attentionInputs: per layer the attention block's
+   * input [t, width] (with `needInputs`) or null }.
    */
-  forward(ids, { needWeights = false, logits = 'all', needInputs = false } = {}) {
-    const t = ids.length, width = this.width;
+  forward(ids, { needWeights = false, logits = 'all', needInputs = false, weightsInto = null } = {}) {
+    const t = ids.length, width = this.width, heads = this.heads;
     // Every norm's result is used up before the next norm: one buffer serves them all (fresh
     // memory for each would cost more than the norms themselves).
     const normed = new Float32Array(t * width);
@@ -90,16 +91,16 @@ export class DecoderModel {
     const x = embed(this.embedding, ids, width, this.embedScale);
     const attentions = [], attentionInputs = [];
     const { norms } = this.layout;
-    for (const block of this.blocks) {
+    this.blocks.forEach((block, layer) => {
       const input = norms === 'post' ? x : norm(x, block.inputNorm);
       if (needInputs) attentionInputs.push(input.slice()); // `normed` and x change on
-      const { output, weights } = block.attention.forward({ data: input, shape: [1, t, width] }, { needWeights });
+      const { output, weights } = block.attention.forward({ data: input, shape: [1, t, width] }, { needWeights, out: layerOut(weightsInto, layer, heads, t) });
       attentions.push(weights ? weights.data : null);
       addInto(x, norms === 'pre' ? output.data : norm(output.data, block.postNorm));
       const mlpInput = norms === 'pre' ? norm(x, block.postNorm) : norms === 'sandwich' ? norm(x, block.preFeedforwardNorm) : x;
       const mlpOutput = this.mlp(mlpInput, block, t, buffers);
       addInto(x, norms === 'pre' ? mlpOutput : norm(mlpOutput, block.postFeedforwardNorm));
-    }
+    });
     const result = headRows(this.head, norm(x, this.finalNorm), t, width, logits);
     if (result && this.finalSoftcap) for (let i = 0; i < result.length; i++) result[i] = Math.tanh(result[i] / this.finalSoftcap) * this.finalSoftcap;
     return { logits: result, attentions: needWeights ? attentions : null, attentionInputs: needInputs ? attentionInputs : null };

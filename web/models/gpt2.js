@@ -3,7 +3,7 @@
 // head tied to the token embedding. Its Conv1D weights are stored [in, out], transposed here once
 // into the package's Linear; attention is scaledDotProductAttention, causal. No DOM.
 import { layerNormOf, linearOf, owning, tensorOf } from './weights.js';
-import { activate, addInto, embed, floats, headRows, layerNorm, mergeHeads, splitHeads } from './ops.js';
+import { activate, addInto, embed, floats, headRows, layerNorm, layerOut, mergeHeads, splitHeads } from './ops.js';
 
 // A Linear from a Conv1D (weight [in, out], bias [out]): y = x · W + b.
 function conv1d(attn, tensors, name) {
@@ -48,7 +48,7 @@ export class Gpt2Model {
   }
 
   /** As DecoderModel's (decoder.js). */
-  forward(ids, { needWeights = false, logits = 'all', needInputs = false } = {}) {
+  forward(ids, { needWeights = false, logits = 'all', needInputs = false, weightsInto = null } = {}) {
     const t = ids.length, width = this.width, heads = this.heads, d = width / heads;
     if (t > this.maxPositions) throw new Error(`gpt2 reads at most ${this.maxPositions} tokens (n_positions); got ${t}`);
     const x = addInto(embed(this.tokens, ids, width), embed(this.positions, Int32Array.from({ length: t }, (_, i) => i), width));
@@ -57,7 +57,7 @@ export class Gpt2Model {
       const input = layerNorm(x, block.ln1.w, block.ln1.b, width, this.eps);
       if (needInputs) attentionInputs.push(input);
       const { query, key, value } = this.attentionParts(input, layer);
-      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { isCausal: true, needWeights });
+      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { isCausal: true, needWeights, out: layerOut(weightsInto, layer, heads, t) });
       attentions.push(weights ? weights.data : null);
       addInto(x, block.proj.forward({ data: mergeHeads(output.data, t, heads, d), shape: [t, width] }).data);
       const hidden = activate(block.fc.forward({ data: layerNorm(x, block.ln2.w, block.ln2.b, width, this.eps), shape: [t, width] }).data, this.act);

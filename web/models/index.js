@@ -1,8 +1,9 @@
 // The Hugging Face architectures the viewer runs, by config.json's model_type: the decoders
 // fromConfig knows (Llama layout, Gemma's sandwich norms, Phi-3's fused MLP, OLMo 2's post-norms),
 // GPT-2 and BERT. Each model is made from its parsed config.json and loadSafetensors'
-// map, and has forward(ids, { needWeights, logits: 'all' | 'last' | 'none', needInputs }) →
-// { logits [t, vocab] (or the last row, or null), attentions: per layer [heads, t, t] | null,
+// map, and has forward(ids, { needWeights, logits: 'all' | 'last' | 'none', needInputs,
+// weightsInto }) → { logits [t, vocab] (or the last row, or null), attentions: per layer
+// [heads, t, t] (views of weightsInto [layers · heads, t, t] when given) | null,
 // attentionInputs: per layer [t, width] | null }, attentionParts(input, layer) (the q, k, v the
 // layer's attention reads and how it scores them: the neuron view's) and dispose(). No DOM.
 import { BertModel } from './bert.js';

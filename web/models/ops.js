@@ -116,6 +116,14 @@ export function mergeHeads(x, t, heads, d) {
 }
 
 /**
+ * The `out` option of layer `layer`'s attention call when a forward writes every layer's weights
+ * into one array `into` [layers · heads, t, t] (undefined without one: the call makes its own).
+ */
+export function layerOut(into, layer, heads, t) {
+  return into ? { weights: into.subarray(layer * heads * t * t, (layer + 1) * heads * t * t) } : undefined;
+}
+
+/**
  * What a GroupedQueryAttention block reads from its input [t, width] and how it scores (a model's
  * attentionParts, the neuron view's numbers): { query [1, heads, t, d], key, value [1, kvHeads,
  * t, d] } (q and k after the QK-norm and RoPE at `positions`, default 0 … t − 1:
