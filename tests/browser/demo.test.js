@@ -151,6 +151,32 @@ test('scaled dot-product weights match a float64 reference (causal + key padding
   assertNoErrors();
 });
 
+// Hatch lines (#7d8592) in the heatmap's top-right cell, read off the canvas: the page keeps the
+// last hatching while the mask stays the same, so a changed mask must be drawn anew.
+async function hatchInTopRightCell() {
+  return browser.page.evaluate(() => {
+    const canvas = document.getElementById('heatmap');
+    const { left, top, cell } = JSON.parse(canvas.dataset.grid);
+    const ratio = canvas.width / canvas.getBoundingClientRect().width;
+    const columns = JSON.parse(document.getElementById('attention-result').textContent).shape[3];
+    const x = Math.round((left + (columns - 1) * cell) * ratio), y = Math.round(top * ratio), size = Math.floor(cell * ratio);
+    const { data } = canvas.getContext('2d').getImageData(x, y, size, size);
+    let count = 0;
+    for (let k = 0; k < data.length; k += 4) if (Math.abs(data[k] - 0x7d) < 8 && Math.abs(data[k + 1] - 0x85) < 8 && Math.abs(data[k + 2] - 0x92) < 8) count++;
+    return count;
+  });
+}
+
+test('the hatching follows the mask: drawn where a mask hides cells, gone when it no longer does', { timeout: 30_000 }, async () => {
+  browser.errors.length = 0;
+  await openDemo(browser.page, browser.server, '?kind=sdpa');
+  for (const [maskKind, hatched] of [['causal', true], ['none', false], ['causal', true], ['padding', false]]) {
+    await choose('#mask', maskKind);
+    assert.equal((await hatchInTopRightCell()) > 0, hatched, `mask ${maskKind}: the top-right cell ${hatched ? 'is' : 'is not'} hatched`);
+  }
+  assertNoErrors();
+});
+
 test('every kind with every mask: masked cells weigh 0, rows sum to 1, each polarity converted', { timeout: 30_000 }, async () => {
   browser.errors.length = 0;
   await openDemo(browser.page, browser.server, '?kind=mha');
