@@ -11,18 +11,28 @@
 // worker's result (its 'message' listeners, timed by an init script: the page is not edited).
 // Goals: the first update within 400 ms; no main-thread task over 50 ms.
 //
-//   node bench/page.mjs [--json FILE] [--rounds 7] [--profile]
+//   node bench/page.mjs [--json FILE] [--rounds 7] [--profile] [--baseline REV]
 //   (npm run bench -- --page [...] also builds first; BENCH_NO_BUILD=1 skips that)
+//
+// --baseline REV also serves the page (web/) of git revision REV, on this build of the package
+// (build/page-baseline/: web/ from `git archive`, dist/ and node_modules/ links to these), in the
+// same browser: its rounds alternate with this page's, round by round, each page brought to the
+// front for its own (a page in the background waits for animation frames), so both see the same
+// machine.
 //
 // --profile adds, per thread count, one more round under V8's sampling profiler (main thread and
 // compute worker) and prints their time by function (inclusive and self ms): where the time goes.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { openBrowser } from '../tests/browser/chromium.js';
 import { report } from './report.mjs';
 
 const { values: args } = parseArgs({
-  options: { json: { type: 'string' }, rounds: { type: 'string', default: '7' }, profile: { type: 'boolean', default: false } },
+  options: {
+    json: { type: 'string' }, rounds: { type: 'string', default: '7' }, profile: { type: 'boolean', default: false }, baseline: { type: 'string' },
+  },
 });
 const ROUNDS = Number(args.rounds);
 const CHARACTERS = 2048;
@@ -218,51 +228,87 @@ const goals = [];
 const notes = [];
 const profiles = [];
 console.log(`attention-wasm bench: the demo page's update, trained character model, ${CHARACTERS} characters, ${ROUNDS} rounds (Chromium)`);
-console.log(`${'impl'.padEnd(12)}  thr  ${'median ms'.padStart(9)}  ${'max ms'.padStart(7)}  ${'worker ms'.padStart(9)}  ${'draw ms'.padStart(7)}  ${'longest task'.padStart(12)}  ${'tasks>50'.padStart(8)}`);
+console.log(`${'impl'.padEnd(24)}  thr  ${'median ms'.padStart(9)}  ${'max ms'.padStart(7)}  ${'worker ms'.padStart(9)}  ${'draw ms'.padStart(7)}  ${'longest task'.padStart(12)}  ${'tasks>50'.padStart(8)}`);
+// The baseline's page beside this one: its web/ at REV, this package build under it.
+const BASELINE_DIR = new URL('../build/page-baseline/', import.meta.url);
+if (args.baseline) {
+  rmSync(BASELINE_DIR, { recursive: true, force: true });
+  mkdirSync(BASELINE_DIR, { recursive: true });
+  const archive = execFileSync('git', ['archive', args.baseline, 'web'], { cwd: new URL('..', import.meta.url), maxBuffer: 1 << 30 });
+  execFileSync('tar', ['-x', '-C', BASELINE_DIR.pathname], { input: archive });
+  // What web/ imports from beside it: the package build and the tokenizer.
+  for (const name of ['dist', 'node_modules']) symlinkSync(`../../${name}`, new URL(name, BASELINE_DIR));
+}
+const PAGES = [
+  { impl: 'page-update', path: 'web/' },
+  ...(args.baseline ? [{ impl: `page-update at ${args.baseline}`, path: 'build/page-baseline/web/' }] : []),
+];
+
+/** Opens `path` on `page` and waits for its first result: the trained model, ready. */
+async function openPage(page, url) {
+  await page.addInitScript(instrumentWorkers);
+  await page.goto(url, { waitUntil: 'load' });
+  await page.waitForFunction(() => document.body.dataset.state === 'ready' && document.getElementById('attention-result').textContent !== '', null, { timeout: 60_000 });
+  const kind = await page.evaluate(() => document.getElementById('kind')?.value);
+  if (kind !== 'model') throw new Error(`${url} opened kind ${kind}, not the trained model`);
+}
+
+/** A bench row from one page's rounds, printed and judged. */
+function summarizeRounds(impl, threads, rounds) {
+  const { result } = rounds[0];
+  if (threads === 2 && !result.crossOriginIsolated) notes.push(`${impl}, 2 threads: the page was not cross-origin isolated`);
+  notes.push(`${impl}, ${threads} thread(s): text set through #${rounds[0].input}; page's threads ${result.threads}, picture ${result.grid.rows} x ${result.grid.cols} cells at ${result.grid.step} characters a cell`);
+  const times = rounds.map((r) => r.ms);
+  const longest = rounds.map((r) => Math.max(0, ...r.longTasks.map((t) => t.ms)));
+  const counts = rounds.map((r) => r.longTasks.filter((t) => t.ms > LONG_TASK_MS).length);
+  const row = {
+    impl,
+    threads,
+    characters: CHARACTERS,
+    median_ms: median(times),
+    max_ms: Math.max(...times),
+    longest_task_ms: Math.max(...longest),
+    long_tasks: Math.max(...counts), // the most in one update
+    rounds: ROUNDS,
+    worker_median_ms: median(rounds.map((r) => r.result.workerMs)),
+    forward_median_ms: median(rounds.map((r) => r.result.forwardMs)),
+    update_ms_median: median(rounds.map((r) => r.result.updateMs)), // the page's own updateMs (to the drawn picture, before the publish)
+    draw_median_ms: median(rounds.map((r) => r.messages.reduce((sum, m) => sum + m.ms, 0))),
+    per_round_ms: times,
+    per_round_long_tasks_ms: rounds.map((r) => r.longTasks.map((t) => Math.round(t.ms))),
+  };
+  rows.push(row);
+  const longestText = row.longest_task_ms > 0 ? `${row.longest_task_ms.toFixed(0)} ms` : '< 50 ms';
+  console.log(`${row.impl.padEnd(24)}  ${String(threads).padStart(3)}  ${row.median_ms.toFixed(0).padStart(9)}  ${row.max_ms.toFixed(0).padStart(7)}  ${row.worker_median_ms.toFixed(0).padStart(9)}  ${row.draw_median_ms.toFixed(0).padStart(7)}  ${longestText.padStart(12)}  ${String(row.long_tasks).padStart(8)}`);
+  goals.push(`${impl} on ${threads} thread(s): first update median ${row.median_ms.toFixed(0)} ms, max ${row.max_ms.toFixed(0)} ms (goal < ${GOAL_MS} ms): ${row.median_ms < GOAL_MS ? 'met' : 'missed'}`);
+  goals.push(`${impl} on ${threads} thread(s): longest main-thread task ${longestText}, at most ${row.long_tasks} over ${LONG_TASK_MS} ms in an update (goal: none over ${LONG_TASK_MS} ms): ${row.long_tasks === 0 ? 'met' : 'missed'}`);
+  notes.push(`${impl}, ${threads} thread(s): per round ${times.map((t) => t.toFixed(0)).join(', ')} ms; long tasks ${row.per_round_long_tasks_ms.map((l) => `[${l.join(' ')}]`).join(' ')} ms`);
+}
+
 for (const threads of [2, 1]) {
   const browser = await openBrowser();
   try {
-    await browser.page.addInitScript(instrumentWorkers);
-    await browser.page.goto(`${browser.server.url}web/${threads === 1 ? '?threads=1' : ''}`, { waitUntil: 'load' });
-    await browser.page.waitForFunction(() => document.body.dataset.state === 'ready' && document.getElementById('attention-result').textContent !== '', null, { timeout: 60_000 });
-    const kind = await browser.page.evaluate(() => document.getElementById('kind')?.value);
-    if (kind !== 'model') throw new Error(`the page opened kind ${kind}, not the trained model`);
-    // One warm-up round (the first 2048-character forward compiles and grows wasm memory), then the rounds.
-    const rounds = [];
-    for (let k = 0; k <= ROUNDS; k++) {
-      const round = await browser.page.evaluate(roundInPage, { text: TEXTS[k % TEXTS.length], timeoutMs: 60_000 });
-      if (round.result.kind !== 'model' || round.result.shape[2] !== CHARACTERS) throw new Error(`unexpected result: ${JSON.stringify(round.result)}`);
-      if (k > 0) rounds.push(round);
+    const pages = [];
+    for (const [index, { impl, path }] of PAGES.entries()) {
+      const page = index === 0 ? browser.page : await browser.context.newPage();
+      await openPage(page, `${browser.server.url}${path}${threads === 1 ? '?threads=1' : ''}`);
+      pages.push({ impl, page, rounds: [] });
     }
-    const { result } = rounds[0];
-    if (threads === 2 && !result.crossOriginIsolated) notes.push('2 threads: the page was not cross-origin isolated');
-    notes.push(`${threads} thread(s): text set through #${rounds[0].input}; page's threads ${result.threads}, picture ${result.grid.rows} x ${result.grid.cols} cells at ${result.grid.step} characters a cell`);
-    const times = rounds.map((r) => r.ms);
-    const longest = rounds.map((r) => Math.max(0, ...r.longTasks.map((t) => t.ms)));
-    const counts = rounds.map((r) => r.longTasks.filter((t) => t.ms > LONG_TASK_MS).length);
-    const row = {
-      impl: 'page-update',
-      threads,
-      characters: CHARACTERS,
-      median_ms: median(times),
-      max_ms: Math.max(...times),
-      longest_task_ms: Math.max(...longest),
-      long_tasks: Math.max(...counts), // the most in one update
-      rounds: ROUNDS,
-      worker_median_ms: median(rounds.map((r) => r.result.workerMs)),
-      forward_median_ms: median(rounds.map((r) => r.result.forwardMs)),
-      update_ms_median: median(rounds.map((r) => r.result.updateMs)), // the page's own updateMs (to the drawn picture, before the publish)
-      draw_median_ms: median(rounds.map((r) => r.messages.reduce((sum, m) => sum + m.ms, 0))),
-      per_round_ms: times,
-      per_round_long_tasks_ms: rounds.map((r) => r.longTasks.map((t) => Math.round(t.ms))),
-    };
-    rows.push(row);
-    const longestText = row.longest_task_ms > 0 ? `${row.longest_task_ms.toFixed(0)} ms` : '< 50 ms';
-    console.log(`${row.impl.padEnd(12)}  ${String(threads).padStart(3)}  ${row.median_ms.toFixed(0).padStart(9)}  ${row.max_ms.toFixed(0).padStart(7)}  ${row.worker_median_ms.toFixed(0).padStart(9)}  ${row.draw_median_ms.toFixed(0).padStart(7)}  ${longestText.padStart(12)}  ${String(row.long_tasks).padStart(8)}`);
-    goals.push(`page-update on ${threads} thread(s): first update median ${row.median_ms.toFixed(0)} ms, max ${row.max_ms.toFixed(0)} ms (goal < ${GOAL_MS} ms): ${row.median_ms < GOAL_MS ? 'met' : 'missed'}`);
-    goals.push(`page-update on ${threads} thread(s): longest main-thread task ${longestText}, at most ${row.long_tasks} over ${LONG_TASK_MS} ms in an update (goal: none over ${LONG_TASK_MS} ms): ${row.long_tasks === 0 ? 'met' : 'missed'}`);
-    notes.push(`${threads} thread(s): per round ${times.map((t) => t.toFixed(0)).join(', ')} ms; long tasks ${row.per_round_long_tasks_ms.map((l) => `[${l.join(' ')}]`).join(' ')} ms`);
-    if (args.profile) profiles.push([threads, await profileRound(browser.page, TEXTS[(ROUNDS + 1) % TEXTS.length])]);
+    // One warm-up round each (the first 2048-character forward compiles and grows wasm memory),
+    // then the rounds, the pages taking turns to go first.
+    for (let k = 0; k <= ROUNDS; k++) {
+      for (const { page, rounds } of k % 2 ? [...pages].reverse() : pages) {
+        await page.bringToFront();
+        const round = await page.evaluate(roundInPage, { text: TEXTS[k % TEXTS.length], timeoutMs: 60_000 });
+        if (round.result.kind !== 'model' || round.result.shape[2] !== CHARACTERS) throw new Error(`unexpected result: ${JSON.stringify(round.result)}`);
+        if (k > 0) rounds.push(round);
+      }
+    }
+    for (const { impl, rounds } of pages) summarizeRounds(impl, threads, rounds);
+    if (args.profile) {
+      await browser.page.bringToFront();
+      profiles.push([threads, await profileRound(browser.page, TEXTS[(ROUNDS + 1) % TEXTS.length])]);
+    }
     if (browser.errors.length) notes.push(`${threads} thread(s): page errors: ${browser.errors.join('; ')}`);
   } finally {
     await browser.close();
