@@ -5,9 +5,10 @@
 // kernel set this build has (the scalar twins and the SIMD128 kernels through SIMDe) and is
 // compared with a plain double-precision reference written here from the contract; kernel sets
 // must also agree with each other where the data hold NaN or Inf, and GroupedQueryAttention fed in
-// chunks through a cache must equal the block over its whole input. Crashes, sanitizer reports,
-// disagreements and broken invariants are findings; each one becomes a regression test in
-// tests/cpp. Run with `npm run fuzz` (scripts/fuzz.sh).
+// chunks through a cache must equal the block over its whole input (and its project() gives the
+// reference's q, k and v). Crashes, sanitizer reports, disagreements and broken invariants are
+// findings; each one becomes a regression test in tests/cpp. Run with `npm run fuzz`
+// (scripts/fuzz.sh).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -368,13 +369,17 @@ Tensor rms_normed(const Tensor& x, int64_t width, const std::vector<float>& w, c
   return y;
 }
 
-// Hugging Face's Llama attention block, written out: projections, QK-norm, RoPE at 0 … t−1 on q
-// and k (the scheme's frequencies and attention factor), grouped heads, lower-right causal
-// attention (window, soft cap, scale), heads merged, o_proj. `weights`: q, k, v, o projection
-// weights, then the q, k, v biases when the block has them, then q_norm and k_norm.
-Reference reference_llama_attention(const attn::GroupedQueryAttentionConfig& c, const std::vector<std::vector<float>>& weights,
-                                    const Tensor& x, const std::vector<double>& inv_freq, double attention) {
-  const int64_t N = x.shape[0], t = x.shape[1], H = c.num_heads, G = c.num_key_value_heads, d = c.head_dim;
+// What Hugging Face's Llama attention block feeds its attention, written out: projections,
+// QK-norm, RoPE at 0 … t−1 on q and k (the scheme's frequencies and attention factor); q
+// [N, H, t, d], k and v [N, G, t, d]. `weights`: q, k, v, o projection weights, then the q, k, v
+// biases when the block has them, then q_norm and k_norm.
+struct Projections {
+  Tensor q, k, v;
+};
+
+Projections reference_llama_projections(const attn::GroupedQueryAttentionConfig& c, const std::vector<std::vector<float>>& weights,
+                                        const Tensor& x, const std::vector<double>& inv_freq, double attention) {
+  const int64_t H = c.num_heads, G = c.num_key_value_heads, d = c.head_dim;
   const auto bias = [&](size_t i) { return c.qkv_bias ? weights[4 + i].data() : nullptr; };
   const size_t norms = c.qkv_bias ? 7 : 4;
   const auto normed = [&](const Tensor& projected, size_t which) {
@@ -386,9 +391,17 @@ Reference reference_llama_attention(const attn::GroupedQueryAttentionConfig& c, 
     return rounded(heads.shape, reference_rope(heads, [](int64_t l) { return static_cast<double>(l); }, inv_freq,
                                                c.rope_interleaved, attention));
   };
-  const Tensor q = rotated(split_heads(normed(project(x, weights[0], H * d, bias(0)), 0), H));
-  const Tensor k = rotated(split_heads(normed(project(x, weights[1], G * d, bias(1)), 1), G));
-  const Tensor v = split_heads(project(x, weights[2], G * d, bias(2)), G);
+  return {rotated(split_heads(normed(project(x, weights[0], H * d, bias(0)), 0), H)),
+          rotated(split_heads(normed(project(x, weights[1], G * d, bias(1)), 1), G)),
+          split_heads(project(x, weights[2], G * d, bias(2)), G)};
+}
+
+// The block's output: attention over reference_llama_projections (grouped heads, lower-right
+// causal, window, soft cap, scale), heads merged, o_proj.
+Reference reference_llama_attention(const attn::GroupedQueryAttentionConfig& c, const std::vector<std::vector<float>>& weights,
+                                    const Tensor& x, const std::vector<double>& inv_freq, double attention) {
+  const int64_t N = x.shape[0], t = x.shape[1], H = c.num_heads, d = c.head_dim;
+  const auto [q, k, v] = reference_llama_projections(c, weights, x, inv_freq, attention);
   attn::SdpaOptions o;
   o.enable_gqa = true;
   o.causal = attn::Causal::lower_right;
@@ -815,6 +828,18 @@ void fuzz_grouped_query_attention(Input& in) {
   for (int64_t e = 0; e < N * t * hidden; ++e) x.data.push_back((static_cast<int>(in.byte()) - 128) / 64.0f);
   on_every_kernel_set(reference_llama_attention(block->config(), storage, x, inv_freq, attention), static_cast<size_t>(N * t * hidden),
                       [&](float* out, float* weights) { return block->forward(x.view(), {}, out, weights).ok(); });
+  // project(): the q, k and v its attention reads, on every kernel set.
+  const Projections want = reference_llama_projections(block->config(), storage, x, inv_freq, attention);
+  for (const attn::kernels::KernelSet* set : attn::kernels::compiled_kernel_sets()) {
+    attn::kernels::override_active_kernels(set);
+    std::vector<float> q(want.q.data.size()), k(want.k.data.size()), v(want.v.data.size());
+    const bool ok = block->project(x.view(), {}, q.data(), k.data(), v.data()).ok();
+    attn::kernels::override_active_kernels(nullptr);
+    if (!ok) std::abort();
+    for (const auto& [got, reference] : {std::pair{&q, &want.q}, std::pair{&k, &want.k}, std::pair{&v, &want.v}})
+      for (size_t e = 0; e < got->size(); ++e)
+        if (!(std::fabs((*got)[e] - reference->data[e]) <= 1e-4 * (1.0 + std::fabs(reference->data[e])))) std::abort();
+  }
   std::vector<float> whole(N * t * hidden), chunked(N * t * hidden);
   if (!block->forward(x.view(), {}, whole.data(), nullptr).ok()) std::abort();
   std::unique_ptr<attn::KVCache> cache;
