@@ -163,3 +163,21 @@ test('the page\'s pictures of a long text, extended from a shorter one: each cel
   // The window is moved inside the map: { row: 1000, col: 1050, size: 300 } shows the last 300 tokens.
   assert.deepEqual(gridOf(t, t, { row: 1000, col: 1050, size: 300 }), { row: 800, col: 800, rowEnd: 1100, colEnd: 1100, step: 1, rows: 300, cols: 300 });
 });
+
+// The page hands the last pictures back (worker.js's 'recycle'): the next ones of that size are
+// pooled into that array, which must then hold exactly what a fresh one would.
+test('pictures pooled into the array the page gave back equal fresh ones', () => {
+  const request = (text) => ({ kind: 'model', sentences: [Array.from(text)], window: null, generate: false });
+  const texts = [`${fixture.prompt} `.repeat(40).slice(0, 700), `${fixture.continuation.text} `.repeat(40).slice(0, 700)];
+  const fresh = new AttentionRunner(attn);
+  fresh.setModel(model);
+  const want = fresh.run(request(texts[1])).weights;
+  const recycling = new AttentionRunner(attn);
+  recycling.setModel(model);
+  const first = recycling.run(request(texts[0])).weights;
+  recycling.spare = first;
+  const got = recycling.run(request(texts[1])).weights;
+  assert.equal(got, first, 'the array given back is used');
+  assert.deepEqual(got, want);
+});
+
