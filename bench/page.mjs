@@ -24,6 +24,7 @@
 // compute worker) and prints their time by function (inclusive and self ms): where the time goes.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { openBrowser } from '../tests/browser/chromium.js';
@@ -234,8 +235,8 @@ const BASELINE_DIR = new URL('../build/page-baseline/', import.meta.url);
 if (args.baseline) {
   rmSync(BASELINE_DIR, { recursive: true, force: true });
   mkdirSync(BASELINE_DIR, { recursive: true });
-  const archive = execFileSync('git', ['archive', args.baseline, 'web'], { cwd: new URL('..', import.meta.url), maxBuffer: 1 << 30 });
-  execFileSync('tar', ['-x', '-C', BASELINE_DIR.pathname], { input: archive });
+  const archive = execFileSync('git', ['archive', args.baseline, '--', 'web'], { cwd: new URL('..', import.meta.url), maxBuffer: 1 << 30 });
+  execFileSync('tar', ['-x', '-C', fileURLToPath(BASELINE_DIR)], { input: archive });
   // What web/ imports from beside it: the package build and the tokenizer.
   for (const name of ['dist', 'node_modules']) symlinkSync(`../../${name}`, new URL(name, BASELINE_DIR));
 }

@@ -668,8 +668,9 @@ export interface GroupedQueryAttention extends AttentionModule {
   /**
    * What `forward()`'s attention reads, for looking inside the block: x `[N, t, hiddenSize]` →
    * `query [N, numHeads, t, headDim]`, `key` and `value [N, numKeyValueHeads, t, headDim]`,
-   * projected, QK-normed and rotated at the positions `forward()` would use (a cache only sets
-   * those positions; nothing is appended).
+   * projected, QK-normed and rotated at the positions `forward()` would use now (a cache only
+   * sets those positions, its next ones: call it before the `forward()` that appends them; nothing
+   * is appended, and a full cache is no error).
    */
   project(x: Tensor, opts?: Pick<GroupedQueryAttentionForwardOptions, 'cache' | 'attentionMask' | 'positions'>): { query: ResultTensor; key: ResultTensor; value: ResultTensor };
 }

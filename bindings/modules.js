@@ -505,7 +505,7 @@ export function createModuleClasses(runtime, KVCache) {
      * opts: cache (k and v appended, attention over all it holds), attentionMask (Hugging Face's
      * attention_mask [N, t], 1 a token, 0 padding; kept by the cache), positions ([t] or [N, t];
      * default generate()'s), attnMask (broadcastable to [N, numHeads, t, m], boolean 1 = may
-     * attend), needWeights.
+     * attend), needWeights, out ({ output, weights }: arrays to write the results into).
      */
     forward(x, opts) {
       const { state, wasm } = live(this, 'forward');

@@ -42,7 +42,7 @@ export function checkTensor(value, argument) {
 // checkOutArray once the shapes are known.
 export function checkOutArrays(value, needWeights) {
   const out = checkOptions(value, ['output', 'weights'], 'out');
-  if (out.weights !== undefined && !needWeights) throw new AttentionError('out.weights', 'needWeights: true (the weights to write)', 'needWeights false');
+  if (out.weights != null && !needWeights) throw new AttentionError('out.weights', 'needWeights: true (the weights to write)', 'needWeights false');
   return out;
 }
 
@@ -91,7 +91,9 @@ export function checkOptions(opts, allowed, argument = 'opts') {
   if (opts === undefined || opts === null) return {};
   if (typeof opts !== 'object' || Array.isArray(opts) || ArrayBuffer.isView(opts)) throw new AttentionError(argument, 'an options object', describe(opts));
   for (const key of Object.keys(opts)) {
-    if (!allowed.includes(key)) throw new AttentionError(key, `one of the options ${allowed.join(', ')}`, 'an unknown option');
+    // A nested object's key is named with its parent's: out.weight, not weight.
+    const name = argument === 'opts' ? key : `${argument}.${key}`;
+    if (!allowed.includes(key)) throw new AttentionError(name, `one of the options ${allowed.join(', ')}`, 'an unknown option');
   }
   return opts;
 }

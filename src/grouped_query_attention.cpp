@@ -142,6 +142,12 @@ Status GroupedQueryAttention::check_cache(const Shape& x, const KVCache& cache) 
         "batch " + std::to_string(c.batch) + ", " + std::to_string(c.heads) + " heads of " +
             std::to_string(c.head_dim) + (c.value_dim != c.head_dim ? " / " + std::to_string(c.value_dim) : "") +
             (c.window ? ", window " + std::to_string(*c.window) : ""));
+  return Status::success();
+}
+
+Status GroupedQueryAttention::check_room(const Shape& x, const KVCache& cache) const {
+  const KVCacheConfig& c = cache.config();
+  const GroupedQueryAttentionConfig& g = config_;
   const Shape key{x[0], g.num_key_value_heads, x[1], g.head_dim};
   if (!cache.check_append(key, key).ok())
     return Status::invalid("x",
@@ -184,6 +190,10 @@ Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAt
   Shape query, key;
   Status s = check_project(x, options, &query, &key);
   if (!s.ok()) return s;
+  if (options.cache) {
+    s = check_room(x, *options.cache);
+    if (!s.ok()) return s;
+  }
   const int64_t N = x[0], t = x[1];
   const int64_t m = options.cache ? options.cache->length_after_append(t) : t;
   const Shape scores{N, config_.num_heads, t, m};

@@ -69,9 +69,9 @@ class GroupedQueryAttention : public Module {
                  float* weights) const;
 
   // The q, k and v forward()'s attention reads: projected, QK-normed and rotated at the positions
-  // forward() would use (options.cache and options.attention_mask only set those defaults; nothing
-  // is appended). x [N, t, hiddenSize] → query [N, numHeads, t, headDim], key and value
-  // [N, numKeyValueHeads, t, headDim].
+  // forward() would use now (options.cache and options.attention_mask only set those defaults: the
+  // cache's next positions; nothing is appended, and a full cache is no error). x [N, t,
+  // hiddenSize] → query [N, numHeads, t, headDim], key and value [N, numKeyValueHeads, t, headDim].
   Status check_project(const Shape& x, const GroupedQueryAttentionOptions& options, Shape* query_shape,
                        Shape* key_shape) const;
   Status project(const TensorView& x, const GroupedQueryAttentionOptions& options, float* query, float* key,
@@ -80,7 +80,9 @@ class GroupedQueryAttention : public Module {
  private:
   explicit GroupedQueryAttention(const GroupedQueryAttentionConfig& config);
   Status prepare() override;
+  // A cache shaped for the block (createCache's), and one with room for x's t positions (forward's).
   Status check_cache(const Shape& x, const KVCache& cache) const;
+  Status check_room(const Shape& x, const KVCache& cache) const;
   // project() once its arguments are checked.
   Status projections(const TensorView& x, const GroupedQueryAttentionOptions& options, float* query, float* key,
                      float* value) const;

@@ -13,7 +13,6 @@ export class CharModel {
    * attn.loadSafetensors returned for web/model/model.safetensors.
    */
   constructor(attn, config, tensors) {
-    this.attn = attn;
     this.config = config;
     this.vocab = config.vocab;
     this.layers = config.num_hidden_layers;

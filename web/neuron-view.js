@@ -46,8 +46,8 @@ function cell(tag, text, className) {
 
 export class NeuronView {
   /**
-   * root: the #neuron section; compute({ text, layer, head, query }) → Promise of the worker's
-   * numbers (model.js's CharModel#neuron).
+   * root: the #neuron section; compute(selection) → Promise of the worker's numbers (runner.js's
+   * neuron(), through compute.js's computeNeuron).
    */
   constructor(root, compute) {
     this.root = root;
@@ -58,13 +58,13 @@ export class NeuronView {
   }
 
   /**
-   * Follows a selection (see heatmap-view.js: { seq, tokens, query, kind, ... }) or null (nothing
-   * to show, for the reason given).
+   * Follows a selection (see heatmap-view.js: { seq, tokens, query, kind, ... }), or null: nothing
+   * picked yet.
    */
-  follow(selection, reason = 'Pick a head (a thumbnail) and a query (hover a heatmap row, or click a query in the lines view).') {
+  follow(selection) {
     if (!selection) {
       this.wanted = null;
-      this.title.textContent = reason;
+      this.title.textContent = 'Pick a head (a thumbnail) and a query (hover a heatmap row, or click a query in the lines view).';
       this.body.replaceChildren();
       return;
     }

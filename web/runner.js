@@ -109,6 +109,7 @@ export class AttentionRunner {
    */
   setModel(model) {
     this.model = model;
+    this.neuronLayer = null;
     const random = mulberry32(REPEAT_SEED);
     const half = Array.from({ length: REPEAT_PERIOD }, () => REPEAT_ALPHABET[Math.floor(random() * REPEAT_ALPHABET.length)]).join('');
     const ids = model.encode(half + half);
@@ -125,6 +126,7 @@ export class AttentionRunner {
   async openFolder(files, onProgress) {
     this.opened?.folder.dispose();
     this.opened = null;
+    this.neuronLayer = null; // it holds the last model: its tables would stay in memory
     const folder = await openModelFolder(this.attn, files, { onProgress });
     const { model } = folder;
     const length = Math.min(50, Math.floor(model.maxPositions / 2));
@@ -192,9 +194,10 @@ export class AttentionRunner {
 
   /**
    * What layer `layer` of the trained (`kind` 'model') or the opened model ('opened') reads over
-   * `text` (the model's attentionParts), from the attention inputs its forward kept (the opened
-   * model's: computeOpened's, or a forward of its own for another text); the last layer's are kept
-   * for the next query pointed at.
+   * `text` (the model's attentionParts), from its forward's attention inputs: the trained model's
+   * kept forward, or for the opened model a forward of its own on the first neuron asked of a text
+   * (every layer's inputs, up to 120 MB at 512 tokens of a 2B model: held only once the neuron
+   * view is used). The last layer's parts are kept for the next query pointed at.
    */
   neuronParts(kind, text, layer) {
     if (kind === 'opened' && !this.opened) throw new Error('No model folder is open.');
@@ -355,9 +358,9 @@ function computeOpened(runner, request) {
   const H = model.layers * model.heads;
   // Every layer's weights straight into the one array the views read.
   const weights = new Float32Array(H * plane);
+  if (runner.opened.forward?.text !== request.text) runner.opened.forward = null; // another text's inputs (neuronParts)
   const forwardStarted = performance.now();
-  const { attentions, attentionInputs } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none', needInputs: true, weightsInto: weights });
-  runner.opened.forward = { text: request.text, inputs: attentionInputs }; // for the neuron view
+  const { attentions } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none', weightsInto: weights });
   const forwardMs = performance.now() - forwardStarted;
   const grid = gridOf(t, t);
   const masked = model.modelType === 'bert' ? new Uint8Array(plane) : causalCells(grid);

@@ -25,6 +25,18 @@ export function browserForFile() {
  * Starts the server and a headless Chromium with one page at 1280 x 800. Console errors and page
  * errors are collected in `errors`. `args` are added to Chromium's command line.
  */
+const watched = new WeakSet();
+
+// Collects a page's console errors and uncaught errors into `errors` (once a page).
+function watchErrors(page, errors) {
+  if (watched.has(page)) return;
+  watched.add(page);
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
+}
+
 export async function openBrowser({ args = [] } = {}) {
   const server = await startServer({ port: 0 });
   const userDataDir = await mkdtemp(join(tmpdir(), 'chr-'));
@@ -39,12 +51,11 @@ export async function openBrowser({ args = [] } = {}) {
       '--disable-component-update', '--disable-sync', '--no-first-run', ...args],
   });
   context.setDefaultTimeout(STEP_TIMEOUT);
-  const page = context.pages()[0] ?? (await context.newPage());
   const errors = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
+  // Every page of the context reports its console errors and uncaught errors here.
+  context.on('page', (opened) => watchErrors(opened, errors));
+  const page = context.pages()[0] ?? (await context.newPage());
+  watchErrors(page, errors);
   await mkdir(RESULTS_DIR, { recursive: true });
   return {
     server,

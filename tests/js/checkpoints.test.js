@@ -47,17 +47,30 @@ function runLayer(attn, c, stateDict, layer) {
     const { decode } = layer;
     const cache = block.createCache(decode.maxLength);
     assertClose(block.forward(toTensor(decode.prefill.x), { cache }).output, toTensor(decode.prefill.output), 'prefill');
-    // With a cache, project() rotates at the cache's next position and appends nothing.
-    const next = toTensor(decode.steps[0].x);
-    assert.deepEqual(block.project(next, { cache }), block.project(next, { positions: [cache.position] }), 'project() at the cache\'s position');
-    assert.equal(cache.length, decode.prefill.x.shape[1], 'project() appends nothing');
     decode.steps.forEach((step, i) => assertClose(block.forward(toTensor(step.x), { cache }).output, toTensor(step.output), `decode step ${i}`));
+    // With a cache, project() rotates at the cache's next position and appends nothing; a full
+    // cache (this one now is) is no error.
+    const next = toTensor(decode.steps[0].x);
+    const held = cache.length;
+    assert.deepEqual(block.project(next, { cache }), block.project(next, { positions: [cache.position] }), 'project() at the cache\'s position');
+    assert.equal(cache.length, held, 'project() appends nothing');
     cache.dispose();
 
     const { padded } = layer;
     const batch = padded.x.shape[0];
     const attentionMask = { data: Uint8Array.from(padded.attentionMask.data), shape: padded.attentionMask.shape };
     const rows = block.createCache(padded.maxLength, { batch });
+    // project() with the attention mask rotates at generate()'s positions: each row's tokens
+    // counted (cumsum − 1), padding at 0.
+    const t = padded.x.shape[1];
+    const counted = Int32Array.from(attentionMask.data, (_, i) => {
+      const row = Math.floor(i / t);
+      let tokens = 0;
+      for (let j = row * t; j <= i; j++) tokens += attentionMask.data[j];
+      return attentionMask.data[i] ? tokens - 1 : 0;
+    });
+    assert.deepEqual(block.project(toTensor(padded.x), { attentionMask }), block.project(toTensor(padded.x), { positions: { data: counted, shape: [batch, t] } }),
+      'project() at generate()\'s positions');
     const prefill = block.forward(toTensor(padded.x), { cache: rows, attentionMask });
     const err = maxRelativeError(tokenRows(prefill.output, attentionMask), tokenRows(toTensor(padded.output), attentionMask));
     assert.ok(err <= TOLERANCE, `padded prefill (tokens only): ${err}`);

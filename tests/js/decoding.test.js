@@ -188,6 +188,8 @@ for (const build of BUILDS) {
         named({ out: { weights } }, 'out.weights', 'needWeights: true');
         named({ out: { output: new Float64Array(24) } }, 'out.output', 'a Float32Array');
         named({ out: new Float32Array(24) }, 'out', 'an options object');
+        named({ needWeights: true, out: { weight: weights } }, 'out.weight', 'one of the options output, weights');
+        assert.equal(call(15, { out: { output, weights: null } }).weights, null, `${name}: weights: null is none`);
         // The instance keeps working, and its memory stays where it was.
         const heap = attn.stats().wasmHeapBytes;
         for (let i = 0; i < 10; i++) call(i, { needWeights: true, out: { output, weights } });

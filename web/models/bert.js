@@ -62,7 +62,7 @@ export class BertModel {
     this.blocks.forEach((block, layer) => {
       if (needInputs) attentionInputs.push(x);
       const { query, key, value } = this.attentionParts(x, layer);
-      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { needWeights, out: layerOut(weightsInto, layer, heads, t) });
+      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { needWeights, out: layerOut(weightsInto, needWeights, layer, heads, t) });
       attentions.push(weights ? weights.data : null);
       const attended = addInto(block.output.forward(rows(mergeHeads(output.data, t, heads, d))).data, x);
       x = layerNorm(attended, block.attentionNorm.w, block.attentionNorm.b, width, this.eps);

@@ -94,7 +94,7 @@ export class DecoderModel {
     this.blocks.forEach((block, layer) => {
       const input = norms === 'post' ? x : norm(x, block.inputNorm);
       if (needInputs) attentionInputs.push(input.slice()); // `normed` and x change on
-      const { output, weights } = block.attention.forward({ data: input, shape: [1, t, width] }, { needWeights, out: layerOut(weightsInto, layer, heads, t) });
+      const { output, weights } = block.attention.forward({ data: input, shape: [1, t, width] }, { needWeights, out: layerOut(weightsInto, needWeights, layer, heads, t) });
       attentions.push(weights ? weights.data : null);
       addInto(x, norms === 'pre' ? output.data : norm(output.data, block.postNorm));
       const mlpInput = norms === 'pre' ? norm(x, block.postNorm) : norms === 'sandwich' ? norm(x, block.preFeedforwardNorm) : x;

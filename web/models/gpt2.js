@@ -57,7 +57,7 @@ export class Gpt2Model {
       const input = layerNorm(x, block.ln1.w, block.ln1.b, width, this.eps);
       if (needInputs) attentionInputs.push(input);
       const { query, key, value } = this.attentionParts(input, layer);
-      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { isCausal: true, needWeights, out: layerOut(weightsInto, layer, heads, t) });
+      const { output, weights } = this.attn.scaledDotProductAttention(query, key, value, { isCausal: true, needWeights, out: layerOut(weightsInto, needWeights, layer, heads, t) });
       attentions.push(weights ? weights.data : null);
       addInto(x, block.proj.forward({ data: mergeHeads(output.data, t, heads, d), shape: [t, width] }).data);
       const hidden = activate(block.fc.forward({ data: layerNorm(x, block.ln2.w, block.ln2.b, width, this.eps), shape: [t, width] }).data, this.act);

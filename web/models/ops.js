@@ -117,10 +117,11 @@ export function mergeHeads(x, t, heads, d) {
 
 /**
  * The `out` option of layer `layer`'s attention call when a forward writes every layer's weights
- * into one array `into` [layers · heads, t, t] (undefined without one: the call makes its own).
+ * into one array `into` [layers · heads, t, t] (undefined without one, or without weights: the
+ * call makes its own, or none).
  */
-export function layerOut(into, layer, heads, t) {
-  return into ? { weights: into.subarray(layer * heads * t * t, (layer + 1) * heads * t * t) } : undefined;
+export function layerOut(into, needWeights, layer, heads, t) {
+  return into && needWeights ? { weights: into.subarray(layer * heads * t * t, (layer + 1) * heads * t * t) } : undefined;
 }
 
 /**
@@ -128,7 +129,9 @@ export function layerOut(into, layer, heads, t) {
  * attentionParts, the neuron view's numbers): { query [1, heads, t, d], key, value [1, kvHeads,
  * t, d] } (q and k after the QK-norm and RoPE at `positions`, default 0 … t − 1:
  * GroupedQueryAttention.project), scale, softcap, window, causal, about (a line saying what q and
- * k are).
+ * k are). Some rows of a text at their own `positions` rotate as in the whole text's forward only
+ * where RoPE's frequencies do not depend on the length a call covers (not 'dynamic' or
+ * 'longrope'): as the trained model's, whose pictures project a window's rows.
  */
 export function blockParts(attention, input, width, positions = undefined) {
   return {
