@@ -9,7 +9,7 @@ import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } 
 import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
 import { loadSafetensors } from './safetensors.js';
 import {
-  checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkOutArray, checkOutArrays, checkPositions, checkPositive, checkTensor, MAX_DIM,
+  checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkOutArrays, checkPositions, checkPositive, checkTensor, MAX_DIM, resultEntries,
 } from './validate.js';
 
 export { AttentionError };
@@ -152,13 +152,10 @@ class Attention {
     });
     throwIfFailed(wasm._sdpaCheck(tensorView(0, query), tensorView(0, key), tensorView(0, value), options()));
     const rows = query.shape.slice(0, -1);
-    const outputShape = [...rows, value.shape.at(-1)];
-    const weightsShape = needWeights ? [...rows, key.shape.at(-2)] : null;
     const [output, weights] = runtime.invoke(
       [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, 'attnMask'], [alibi.slopes, 'alibi'],
         [documents.queries?.data, 'queryDocumentIds'], [documents.keys?.data, 'keyDocumentIds']],
-      [[outputShape, 'output', undefined, checkOutArray(out.output, 'out.output', outputShape)],
-        [weightsShape, 'weights', undefined, weightsShape && checkOutArray(out.weights, 'out.weights', weightsShape)]],
+      resultEntries(out, [...rows, value.shape.at(-1)], needWeights ? [...rows, key.shape.at(-2)] : null),
       ([q, k, v, m, slopes, queryIds, keyIds], [out, w]) =>
         wasm._sdpa(tensorView(q, query), tensorView(k, key), tensorView(v, value), options({ mask: m, slopes, queryIds, keyIds }), out, w),
     );

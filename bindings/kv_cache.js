@@ -5,7 +5,7 @@ import { adopt, expose, internals, live, release } from './owned.js';
 import { HeapScope, heapBuffer } from './heap.js';
 import { disposeSymbol, maskView, tensorView, throwIfFailed } from './runtime.js';
 import {
-  checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkOutArray, checkOutArrays, checkPositive, checkTensor, checkTokenMask, MAX_DIM,
+  checkAlibi, checkBoolean, checkChoice, checkMask, checkNumber, checkOptions, checkOutArrays, checkPositive, checkTensor, checkTokenMask, MAX_DIM, resultEntries,
 } from './validate.js';
 
 const CONFIG = ['batch', 'heads', 'headDim', 'valueDim', 'maxLength', 'dtype', 'window'];
@@ -113,8 +113,7 @@ export function createKVCacheClass(runtime) {
       if (!result || result.output === undefined) throwIfFailed(result);
       const [output, weights] = runtime.invoke(
         [[query.data, 'query'], [mask?.data, 'attnMask'], [alibi.slopes, 'alibi']],
-        [[result.output, 'output', undefined, checkOutArray(out.output, 'out.output', result.output)],
-          [needWeights ? result.weights : null, 'weights', undefined, needWeights ? checkOutArray(out.weights, 'out.weights', result.weights) : null]],
+        resultEntries(out, result.output, needWeights ? result.weights : null),
         ([q, m, slopes], [out, w]) => wasm._cacheAttend(state.handle, tensorView(q, query), options({ mask: m, slopes }), out, w),
       );
       return { output, weights };

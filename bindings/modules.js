@@ -4,7 +4,7 @@ import { AttentionError, describe, keepClassNames, shapeString } from './errors.
 import { cacheHandle } from './kv_cache.js';
 import {
   checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkShape, checkTensor, checkTokenMask,
-  checkOutArray, checkOutArrays, MAX_DIM, numel,
+  checkOutArrays, MAX_DIM, numel, resultEntries,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
 import { disposeSymbol, idsView, maskType, maskView, tensorView, throwIfFailed } from './runtime.js';
@@ -154,18 +154,17 @@ class AttentionModule {
 }
 
 // Runs a module's forward: shape check (gives the result shapes), then the call proper. The output
-// may overwrite input `outputOverInput` where the module allows it. `into`: the arrays the caller
-// gave for the results (opts.out), { output, weights }, each [array, its name in errors].
-function forward(state, shapeEntries, check, inputs, run, outputOverInput, into = {}) {
+// may overwrite input `outputOverInput` where the module allows it. `out`: the arrays the caller
+// gave for the results (validate.js's resultEntries), the output's named `outputName`.
+function forward(state, shapeEntries, check, inputs, run, outputOverInput, out = {}, outputName = undefined) {
   const { runtime } = state;
   const shapes = shapeEntries && runtime.writeShapes(shapeEntries);
   const result = check(shapes);
   if (!result || result.output === undefined) throwIfFailed(result);
-  const given = (entry, shape) => (entry && shape ? checkOutArray(...entry, shape) : null);
   const [output, weights] = runtime.invoke(
     inputs,
-    [[result.output, 'output', outputOverInput, given(into.output, result.output)], [result.weights, 'weights', undefined, given(into.weights, result.weights)]],
-    (pointers, [out, w]) => run(shapes, pointers, out, w),
+    resultEntries(out, result.output, result.weights, outputOverInput, outputName),
+    (pointers, [into, w]) => run(shapes, pointers, into, w),
   );
   return { output, weights };
 }
@@ -523,7 +522,7 @@ export function createModuleClasses(runtime, KVCache) {
         block.inputs,
         (_, pointers, output, w) => wasm._gqaForward(state.handle, tensorView(pointers[0], x), block.options(pointers), output, w),
         undefined,
-        { output: [out.output, 'out.output'], weights: [out.weights, 'out.weights'] },
+        out,
       );
       return { output, weights };
     }
@@ -603,7 +602,8 @@ export function createModuleClasses(runtime, KVCache) {
         [[x.data, 'x']],
         (_, [xp], out) => wasm._linearForward(state.handle, tensorView(xp, x), out),
         undefined,
-        { output: [opts.out, 'out'] },
+        { output: opts.out },
+        'out',
       ).output;
     }
   }

@@ -46,9 +46,20 @@ export function checkOutArrays(value, needWeights) {
   return out;
 }
 
+// Runtime.invoke's output entries for { output, weights } (weights' shape null when not asked),
+// each written into the caller's array when opts.out gave one (checkOutArrays' result; Linear's
+// output array is opts.out itself, named `outputName`). The output may overwrite input
+// `outputOverInput` where the module allows it.
+export function resultEntries(out, outputShape, weightsShape, outputOverInput = undefined, outputName = 'out.output') {
+  return [
+    [outputShape, 'output', outputOverInput, checkOutArray(out.output, outputName, outputShape)],
+    [weightsShape, 'weights', undefined, weightsShape && checkOutArray(out.weights, 'out.weights', weightsShape)],
+  ];
+}
+
 // An array a result is written into (opts.out): a Float32Array with room for `shape`; null and
 // undefined mean none (a new array).
-export function checkOutArray(value, argument, shape) {
+function checkOutArray(value, argument, shape) {
   if (value === null || value === undefined) return null;
   if (!(value instanceof Float32Array)) throw new AttentionError(argument, 'a Float32Array', describe(value));
   if (value.length < numel(shape))
