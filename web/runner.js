@@ -416,14 +416,11 @@ export function modelPictures(model, forward, grid, scorer = null, weights = new
   const { heads } = model;
   const cells = grid.rows * grid.cols;
   const checks = noFindings();
-  // attend() writes each chunk into these, reused chunk after chunk (and the weights' from one
-  // update to the next): fresh arrays would cost more than the attention (memory to fault in).
-  const out = {
-    weights: chunkWeights ??= new Float32Array(CHUNK_WEIGHTS),
-    output: new Float32Array(heads * (grid.rowEnd - grid.row) * model.config.head_dim),
-  };
   const d = model.config.head_dim;
   const windowRows = grid.rowEnd - grid.row;
+  // attend() writes each chunk into these, reused chunk after chunk (and the weights' from one
+  // update to the next): fresh arrays would cost more than the attention (memory to fault in).
+  const out = { weights: chunkWeights ??= new Float32Array(CHUNK_WEIGHTS), output: new Float32Array(heads * windowRows * d) };
   const chunkQueries = new Float32Array(heads * windowRows * d); // a chunk's rows of every head
   for (let layer = 0; layer < model.layers; layer++) {
     const cache = model.blocks[layer].attention.createCache(forward.length, { dtype: 'f32' });

@@ -6,9 +6,9 @@
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
 //               { type: 'neuron', id, selection }           the neuron view's numbers (runner.js)
-//               { type: 'recycle', weights }                 the trained model's last pictures, which
-//                                                            the page no longer reads: the next ones
-//                                                            are pooled into them (runner.js)
+//               { type: 'recycle', weights }                the trained model's last pictures, which
+//                                                           the page no longer reads: the next ones
+//                                                           are pooled into them (runner.js)
 //               { type: 'openModel', id, files }            a Hugging Face model folder (runner.js
 //                                                           openFolder); then requests of kind 'opened'
 // Messages out: { type: 'ready', features, build, crossOriginIsolated } | { type: 'fatal', message }
