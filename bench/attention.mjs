@@ -8,7 +8,7 @@
 // Then what masks cost our streaming path (ours-simd-mask rows: none, key padding, a float
 // attnMask, causal, causal + key padding).
 //
-//   node bench/attention.mjs [--large] [--json FILE] [--only impl,...] [--shapes L,...]
+//   node bench/attention.mjs [--large] [--json FILE] [--only impl,...] [--shapes L,...] [--quick]
 //   (npm run bench -- ... also builds first: scripts/bench.sh)
 import os from 'node:os';
 import { writeFile } from 'node:fs/promises';
@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     json: { type: 'string' },
     only: { type: 'string' },
     shapes: { type: 'string' },
+    quick: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -45,10 +46,13 @@ if (args.help) {
   --large     adds L = 4096, the scalar build and plain JS at every L, and the L = ${MEMORY_L} memory row
   --json      writes the measured rows to FILE
   --only      runs only these impls (ours-simd always runs: it is the reference; ours-simd-mask: the mask costs)
-  --shapes    these L instead of the default ones`);
+  --shapes    these L instead of the default ones
+  --quick     L = 128 only, two timed runs a row and short warm-ups (a smoke run: its figures are rough)`);
   process.exit(0);
 }
-const SHAPES = args.shapes ? args.shapes.split(',').map(Number) : args.large ? [128, 512, 2048, 4096] : [128, 512, 2048];
+const SHAPES = args.shapes ? args.shapes.split(',').map(Number) : args.quick ? [128] : args.large ? [128, 512, 2048, 4096] : [128, 512, 2048];
+// --quick: every row's plan two runs after one, without the warm-up's second.
+const plan = (L) => (args.quick ? { warmup: 1, warmupMs: 0, minRuns: 2, maxRuns: 2, budgetMs: 0 } : planFor(L));
 const only = args.only ? new Set(args.only.split(',')) : null;
 const selected = (impl) => !only || only.has(impl);
 
@@ -82,7 +86,7 @@ async function checkAndTime(row, run) {
   try {
     const [output, firstRunMs] = await timeOnce(run);
     const max_abs_err = maxAbsError(output, reference.get(`${row.L}`));
-    report({ ...row, max_abs_err, ...(await measure(run, planFor(row.L), { firstRunMs })) });
+    report({ ...row, max_abs_err, ...(await measure(run, plan(row.L), { firstRunMs })) });
   } catch (error) {
     reportFailure(row, error);
   }
@@ -172,7 +176,7 @@ console.log(tableHeader());
 for (const instance of Object.values(ours)) {
   if (instance === ours.scalar) continue;
   const run = instance.runner(input(128), 128, false);
-  for (const start = performance.now(); performance.now() - start < 2000; ) run();
+  for (const start = performance.now(); performance.now() - start < (args.quick ? 200 : 2000); ) run();
 }
 
 for (const L of SHAPES) {
@@ -208,7 +212,7 @@ async function benchOurs(L, x) {
         try {
           const run = instance.runner(x, L, weights);
           const [out, firstRunMs] = await timeOnce(run);
-          const timing = await measure(run, planFor(L), { firstRunMs });
+          const timing = await measure(run, plan(L), { firstRunMs });
           if (impl === 'ours-simd' && !weights) reference.set(`${L}/${threads}`, timing.median_ms);
           const note = impl === 'ours-simd' && threads === 1 && !weights ? 'the reference output'
             : weights ? 'averaged weights [1, L, L] returned too' : undefined;
@@ -233,7 +237,7 @@ async function benchNative(L) {
       continue;
     }
     try {
-      const runs = L <= 128 ? 20 : L <= 512 ? 10 : 5;
+      const runs = args.quick ? 2 : L <= 128 ? 20 : L <= 512 ? 10 : 5;
       const { min_ms, median_ms, output_head } = await runNative(L, threads, false, runs);
       const max_abs_err = maxAbsError(Float32Array.from(output_head), reference.get(`${L}`), output_head.length);
       report({ ...row, max_abs_err, min_ms, median_ms, runs, note: 'the core built natively with g++ (the SIMD128 kernels through SIMDe); err over 8 values' });
@@ -265,7 +269,7 @@ async function benchOrt(L, threads) {
           out.push({ formulation, failed: `output mismatch ${max_abs_err.toExponential(1)}` });
           continue;
         }
-        out.push({ formulation, max_abs_err, ...(await worker.call('measure', { plan: planFor(L), firstRunMs })) });
+        out.push({ formulation, max_abs_err, ...(await worker.call('measure', { plan: plan(L), firstRunMs })) });
         await worker.call('release');
       } catch (error) {
         out.push({ formulation, failed: describeError(error) });
@@ -309,7 +313,7 @@ mask cost: ours-simd, 1 thread, weights off, the five timed in alternation; rati
       const runs = variants.map(([, options]) => ours.simd1.runner(x, L, false, options));
       let firstRunMs = 0;
       for (const run of runs) firstRunMs = Math.max(firstRunMs, (await timeOnce(run))[1]);
-      const timings = await measureAlternating(runs, planFor(L), { firstRunMs });
+      const timings = await measureAlternating(runs, plan(L), { firstRunMs });
       for (const [i, [mask]] of variants.entries()) {
         const row = { impl: 'ours-simd-mask', L, threads: 1, weights: false, mask, ...timings[i], ratio: timings[i].median_ms / timings[0].median_ms };
         rows.push(row);
