@@ -81,12 +81,22 @@ class Writer {
   }
 }
 
-/** TensorProto: dims = 1, data_type = 2, name = 8, raw_data = 9 (little-endian values). */
-function tensorProto(name, { type, dims, data }) {
+/**
+ * TensorProto: dims = 1, data_type = 2, name = 8, raw_data = 9 (little-endian values); or, for
+ * `external: { location, offset, length }`, external_data = 13 (StringStringEntryProto: key = 1,
+ * value = 2) and data_location = 14 (EXTERNAL = 1): the values lie in the file `location` (beside
+ * the model, raw little-endian) at `offset`, as ONNX's external data format keeps tensors over 2 GB.
+ */
+function tensorProto(name, { type, dims, data, external }) {
   const w = new Writer();
   for (const d of dims) w.int(1, d);
   w.int(2, type);
   w.string(8, name);
+  if (external) {
+    for (const [key, value] of [['location', external.location], ['offset', String(external.offset)], ['length', String(external.length)]])
+      w.message(13, new Writer().string(1, key).string(2, value));
+    return w.int(14, 1);
+  }
   const raw = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);  // x86 and wasm are little-endian
   return w.bytes(9, raw);
 }
@@ -128,8 +138,9 @@ function nodeProto({ op, inputs, outputs, attrs = {}, domain = '' }, index) {
 }
 
 /**
- * Serializes a model. `nodes`: { op, inputs, outputs, attrs?, domain? }; `initializers`: name ->
- * { type, dims, data (typed array) }; `inputs` / `outputs`: { name, dims, type? };
+ * Serializes a model. `nodes`: { op, inputs, outputs, attrs?, domain? } (an empty input name
+ * leaves an optional input out); `initializers`: name -> { type, dims, data (typed array) } or
+ * { type, dims, external: { location, offset, length } }; `inputs` / `outputs`: { name, dims, type? };
  * `opsets`: domain -> version ('' is ai.onnx). Returns the ModelProto bytes.
  */
 export function encodeModel({ nodes, initializers = {}, inputs, outputs, opsets = { '': 23 }, irVersion = 11 }) {
