@@ -125,16 +125,18 @@ void score_terms_max(benchmark::State& state, const KernelSet* set) {
   set_elements(state, n);
 }
 
-// binary16 weights widened for gemm_packed (arg: elements; an f16 Linear's chunk of 64 outputs of 576
-// inputs is 36864).
-void widen_f16(benchmark::State& state, const KernelSet* set) {
+// 16-bit weights widened for gemm_packed, binary16 (widen_f16) or bfloat16 (widen_bf16) (arg:
+// elements; a 16-bit Linear's chunk of 64 outputs of 576 inputs is 36864).
+template <attn::WeightDtype kDtype>
+void widen(benchmark::State& state, const KernelSet* set) {
   const size_t n = state.range(0);
-  std::vector<uint16_t> halves(n);
+  std::vector<uint16_t> words(n);
   const std::vector<float> values = wave(n);
-  for (size_t i = 0; i < n; ++i) halves[i] = attn::to_half(values[i]);
+  for (size_t i = 0; i < n; ++i) words[i] = attn::narrow(values[i], kDtype);
+  const auto kernel = kDtype == attn::WeightDtype::bf16 ? set->widen_bf16 : set->widen_f16;
   std::vector<float> out(n);
   for (auto _ : state) {
-    set->widen_f16(halves.data(), out.data(), n);
+    kernel(words.data(), out.data(), n);
     benchmark::DoNotOptimize(out.data());
   }
   set_elements(state, n);
@@ -242,7 +244,8 @@ void register_all() {
     benchmark::RegisterBenchmark(("score_terms_max" + suffix).c_str(), score_terms_max, set)->Arg(128)->Arg(2048);
     benchmark::RegisterBenchmark(("exp_sum" + suffix).c_str(), exp_sum, set)->Arg(128)->Arg(2048);
     benchmark::RegisterBenchmark(("scale" + suffix).c_str(), scale, set)->Arg(128)->Arg(2048);
-    benchmark::RegisterBenchmark(("widen_f16" + suffix).c_str(), widen_f16, set)->Arg(36864);
+    benchmark::RegisterBenchmark(("widen_f16" + suffix).c_str(), widen<attn::WeightDtype::f16>, set)->Arg(36864);
+    benchmark::RegisterBenchmark(("widen_bf16" + suffix).c_str(), widen<attn::WeightDtype::bf16>, set)->Arg(36864);
     benchmark::RegisterBenchmark(("tanh_scores" + suffix).c_str(), tanh_scores, set)->Args({32, 128, 16})->Args({32, 128, 64});
   }
   benchmark::RegisterBenchmark("pack_transposed", pack_transposed)->Args({64, 128})->Args({512, 512});

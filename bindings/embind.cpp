@@ -235,7 +235,10 @@ void register_structs() {
       .plain<&CacheAttendOptions::attn_mask>("attnMask");
   using attn::GroupedQueryAttentionConfig, attn::GroupedQueryAttentionOptions, attn::QkNorm, attn::QkNormScope;
   using attn::WeightDtype;
-  enum_<WeightDtype>("_WeightDtype").value("f32", WeightDtype::f32).value("f16", WeightDtype::f16);
+  enum_<WeightDtype>("_WeightDtype")
+      .value("f32", WeightDtype::f32)
+      .value("f16", WeightDtype::f16)
+      .value("bf16", WeightDtype::bf16);
   enum_<QkNormScope>("_QkNormScope")
       .value("none", QkNormScope::none)
       .value("head", QkNormScope::head)
@@ -268,7 +271,7 @@ void register_structs() {
       .plain<&LinearConfig::dtype>("dtype");
   Struct<LinearWeights>("_LinearWeights")
       .pointer<&LinearWeights::weight>("weight")
-      .plain<&LinearWeights::weight_f16>("weightF16")
+      .plain<&LinearWeights::weight_dtype>("weightDtype")
       .shape<&LinearWeights::weight_shape>("weightShape")
       .pointer<&LinearWeights::bias>("bias")
       .shape<&LinearWeights::bias_shape>("biasShape");
@@ -322,12 +325,13 @@ void destroy(uintptr_t handle) { delete module_of(handle); }
 void set_training(uintptr_t handle, bool training) { module_of(handle)->set_training(training); }
 
 // names: JS array of strings; pointers: JS array of heap addresses; shapes: one slot per entry;
-// f16: JS array of booleans, true where the entry holds binary16.
-val load_state_dict(uintptr_t handle, val names, val pointers, uintptr_t shapes, val f16) {
+// dtypes: JS array of _WeightDtype values, what each entry holds.
+val load_state_dict(uintptr_t handle, val names, val pointers, uintptr_t shapes, val dtypes) {
   std::vector<attn::NamedTensor> state_dict;
   const int count = names["length"].as<int>();
   for (int i = 0; i < count; ++i)
-    state_dict.push_back({names[i].as<std::string>(), read_tensor(shapes, i, pointers[i].as<uintptr_t>()), f16[i].as<bool>()});
+    state_dict.push_back({names[i].as<std::string>(), read_tensor(shapes, i, pointers[i].as<uintptr_t>()),
+                          dtypes[i].as<attn::WeightDtype>()});
   return to_js(module_of(handle)->load_state_dict(state_dict));
 }
 

@@ -590,10 +590,11 @@ export interface GroupedQueryAttentionOptions extends RopeSchemeOptions {
   /** Default `1/sqrt(headDim)` (Gemma 2: `query_pre_attn_scalar ** -0.5`). */
   scale?: number | null;
   /**
-   * `'f16'`: the q/k/v/o projection weights held as binary16, as `Linear`'s (half the memory;
-   * arithmetic stays f32). Default `'f32'`. Either dtype loads float32 or binary16 tensors.
+   * `'f16'` / `'bf16'`: the q/k/v/o projection weights held as binary16 / bfloat16, as `Linear`'s
+   * (half the memory; arithmetic stays f32). Default `'f32'`. Every dtype loads float32, binary16
+   * and bfloat16 tensors.
    */
-  dtype?: 'f32' | 'f16';
+  dtype?: WeightDtype;
 }
 
 export interface GroupedQueryAttentionForwardOptions {
@@ -633,9 +634,9 @@ export interface GroupedQueryAttentionForwardOptions {
  * `v_proj.weight [numKeyValueHeads·headDim, hiddenSize]` (or Phi-3's fused `qkv_proj.weight`, their
  * rows in that order), `o_proj.weight [hiddenSize, numHeads·headDim]`, the q/k/v biases with
  * `qkvBias`, `o_proj.bias` with `outputBias`, `q_norm.weight` / `k_norm.weight` with `qkNorm`
- * (`{ prefix: 'model.layers.0.self_attn.' }` reads one layer). Any entry may be float32 or
- * binary16 (`loadSafetensors(…, { dtype: 'f16' })`): the projections are held as `dtype`, the
- * biases and norms as float32.
+ * (`{ prefix: 'model.layers.0.self_attn.' }` reads one layer). Any entry may be float32, binary16
+ * or bfloat16 (`loadSafetensors(…, { dtype })`): the projections are held as `dtype`, the biases
+ * and norms as float32.
  */
 export interface GroupedQueryAttention extends AttentionModule {
   readonly hiddenSize: number;
@@ -653,8 +654,8 @@ export interface GroupedQueryAttention extends AttentionModule {
   readonly ropeScaling: RopeScaling | null;
   readonly maxPositionEmbeddings: number | null;
   readonly qkNorm: Required<QkNorm> | null;
-  readonly dtype: 'f32' | 'f16';
-  loadStateDict(stateDict: StateDict | ReadonlyMap<string, Tensor | HalfTensor> | Readonly<Record<string, Tensor | HalfTensor>>, opts?: LoadStateDictOptions): this;
+  readonly dtype: WeightDtype;
+  loadStateDict(stateDict: StateDict | ReadonlyMap<string, WeightTensor> | Readonly<Record<string, WeightTensor>>, opts?: LoadStateDictOptions): this;
   /** A `KVCache` shaped for the block (`numKeyValueHeads` heads of `headDim`, window `slidingWindow`). */
   createCache(maxLength: number, opts?: { batch?: number; dtype?: 'f32' | 'f16' }): KVCache;
   /**
@@ -709,26 +710,43 @@ export interface HalfTensor {
   dtype: 'f16';
 }
 
+/** A tensor of bfloat16 values: the bits of each, the upper 16 bits of a float32 (`torch.bfloat16`'s). */
+export interface Bfloat16Tensor {
+  data: Uint16Array;
+  shape: number[];
+  dtype: 'bf16';
+}
+
+/** What a weight may be given as: float32, binary16 or bfloat16. */
+export type WeightTensor = Tensor | HalfTensor | Bfloat16Tensor;
+
+/**
+ * How `Linear` and `GroupedQueryAttention` hold their weights: float32, or IEEE binary16 or
+ * bfloat16 (round to nearest even; half the memory, arithmetic stays f32).
+ */
+export type WeightDtype = 'f32' | 'f16' | 'bf16';
+
 /** `new attn.Linear(inFeatures, outFeatures, opts)`. */
 export interface LinearOptions {
   /** Default true. */
   bias?: boolean;
-  /** `'f16'`: the weight held as binary16 (half the memory; arithmetic stays f32). Default `'f32'`. */
-  dtype?: 'f32' | 'f16';
+  /** `'f16'` / `'bf16'`: the weight held as binary16 / bfloat16 (half the memory; arithmetic stays f32). Default `'f32'`. */
+  dtype?: WeightDtype;
 }
 
 /**
  * `torch.nn.Linear`: `y = x·Wᵀ + b` over `x [..., inFeatures]`. `loadStateDict` takes
- * `weight [outFeatures, inFeatures]` (float32, or binary16 from `loadSafetensors(…, { dtype:
- * 'f16' })`, which an f16 Linear keeps without widening) and `bias [outFeatures]` (float32). The
- * weight lives in wasm memory, packed once; the package's GEMM kernels and threads do the work.
+ * `weight [outFeatures, inFeatures]` (float32, binary16 or bfloat16: a Linear whose `dtype` it is
+ * keeps it bit for bit, others widen it or round it to nearest even) and `bias [outFeatures]`
+ * (float32). The weight lives in wasm memory, packed once; the package's GEMM kernels and threads
+ * do the work.
  */
 export interface Linear {
   readonly inFeatures: number;
   readonly outFeatures: number;
   readonly bias: boolean;
-  readonly dtype: 'f32' | 'f16';
-  loadStateDict(stateDict: Map<string, Tensor | HalfTensor> | Record<string, Tensor | HalfTensor>, opts?: LoadStateDictOptions): this;
+  readonly dtype: WeightDtype;
+  loadStateDict(stateDict: Map<string, WeightTensor> | Record<string, WeightTensor>, opts?: LoadStateDictOptions): this;
   /**
    * `x [..., inFeatures]` → `[..., outFeatures]`. `out`: a `Float32Array` with room for the output
    * to write it into (the result's `data` is `out`, or its start): a buffer reused call after call
@@ -768,11 +786,11 @@ export interface Attention {
    */
   readonly GroupedQueryAttention: {
     new (hiddenSize: number, numHeads: number, numKeyValueHeads: number, opts?: GroupedQueryAttentionOptions): GroupedQueryAttention;
-    fromConfig(config: Record<string, unknown>, opts?: { layer?: number; dtype?: 'f32' | 'f16' }): GroupedQueryAttention;
+    fromConfig(config: Record<string, unknown>, opts?: { layer?: number; dtype?: WeightDtype }): GroupedQueryAttention;
   };
   /** `new attn.KVCache({ batch, heads, headDim, valueDim, maxLength, dtype, window })`. */
   readonly KVCache: new (opts: KVCacheOptions) => KVCache;
-  /** `new attn.Linear(inFeatures, outFeatures, { bias, dtype })`: `torch.nn.Linear`, its weight in wasm memory as f32 or f16. */
+  /** `new attn.Linear(inFeatures, outFeatures, { bias, dtype })`: `torch.nn.Linear`, its weight in wasm memory as f32, f16 or bf16. */
   readonly Linear: new (inFeatures: number, outFeatures: number, opts?: LinearOptions) => Linear;
   /**
    * The tensors of a `.safetensors` file (Hugging Face's format) as float32, in the order its

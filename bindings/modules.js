@@ -67,13 +67,17 @@ function stateDictEntries(stateDict, opts) {
   return { prefix, entries: given.filter(([name]) => name.startsWith(prefix)) };
 }
 
-// A weight: a float32 tensor, or a binary16 one ({ data: Uint16Array, shape, dtype: 'f16' }, as
-// loadSafetensors(bytes, { dtype: 'f16' }) gives).
+// How a module may hold its weights (`dtype`), and the 16-bit ones a weight tensor may come in.
+const WEIGHT_DTYPES = ['f32', 'f16', 'bf16'];
+const WORD_DTYPES = ['f16', 'bf16'];
+
+// A weight: a float32 tensor, or a 16-bit one ({ data: Uint16Array, shape, dtype: 'f16' }
+// (binary16) or dtype: 'bf16' (bfloat16, the upper half of a float32), as loadSafetensors gives).
 function checkWeight(tensor, argument) {
-  const f16 = tensor?.dtype === 'f16';
-  if (!f16 && !(tensor?.data instanceof Uint16Array)) return checkTensor(tensor, argument);
-  if (!f16 || !(tensor.data instanceof Uint16Array))
-    throw new AttentionError(`${argument}.data`, "a Float32Array, or binary16 bits in a Uint16Array with dtype: 'f16'",
+  const words = WORD_DTYPES.includes(tensor?.dtype);
+  if (!words && !(tensor?.data instanceof Uint16Array)) return checkTensor(tensor, argument);
+  if (!words || !(tensor.data instanceof Uint16Array))
+    throw new AttentionError(`${argument}.data`, "a Float32Array, or 16-bit words in a Uint16Array with dtype: 'f16' (binary16) or 'bf16' (bfloat16)",
       `${describe(tensor.data)} ${tensor.dtype === undefined ? 'without a dtype' : `with dtype ${describe(tensor.dtype)}`}`);
   checkShape(tensor.shape, argument);
   if (tensor.data.length !== numel(tensor.shape))
@@ -81,9 +85,14 @@ function checkWeight(tensor, argument) {
   return tensor;
 }
 
+// What a checked tensor holds, as the core's _WeightDtype.
+function weightDtype(wasm, tensor) {
+  return wasm._WeightDtype[tensor.data instanceof Uint16Array ? tensor.dtype : 'f32'];
+}
+
 // Loads a state dict's entries under opts.prefix into `module`, each checked by `check`:
-// checkTensor (float32), or checkWeight (binary16 too, which the core widens, or keeps for the
-// weights a module holds as binary16).
+// checkTensor (float32), or checkWeight (16-bit too, which the core widens, or keeps for the
+// weights a module holds as 16-bit words).
 function loadEntries(module, stateDict, opts, check) {
   const { state: { runtime, handle }, wasm } = live(module, 'loadStateDict');
   const { prefix, entries } = stateDictEntries(stateDict, opts);
@@ -97,8 +106,8 @@ function loadEntries(module, stateDict, opts, check) {
         heap.alloc(Math.max(entries.length, 1) * 4 * (1 + runtime.maxRank), 'stateDict shapes'),
       );
       const names = entries.map(([name]) => name.slice(prefix.length));
-      const halves = entries.map(([, tensor]) => tensor.data instanceof Uint16Array);
-      return withPrefix(wasm._moduleLoadStateDict(handle, names, pointers, shapes, halves), prefix);
+      const dtypes = entries.map(([, tensor]) => weightDtype(wasm, tensor));
+      return withPrefix(wasm._moduleLoadStateDict(handle, names, pointers, shapes, dtypes), prefix);
     },
   );
   return module;
@@ -407,8 +416,8 @@ export function createModuleClasses(runtime, KVCache) {
      * Hugging Face's LlamaAttention / MistralAttention / Qwen2Attention / Qwen3Attention /
      * Gemma2Attention / Gemma3Attention / Phi3Attention / Olmo2Attention block. opts: headDim,
      * qkvBias, outputBias, ropeBase, ropeInterleaved, rotaryDim, ropeScaling, maxPositionEmbeddings,
-     * invFreq, attentionScaling, qkNorm, slidingWindow, softcap, scale, dtype ('f32', or 'f16':
-     * the q/k/v/o projections held as binary16, as Linear's weight).
+     * invFreq, attentionScaling, qkNorm, slidingWindow, softcap, scale, dtype ('f32', 'f16' or
+     * 'bf16': the q/k/v/o projections held as binary16 or bfloat16, as Linear's weight).
      */
     constructor(hiddenSize, numHeads, numKeyValueHeads, opts) {
       const wasm = runtime.enter('new GroupedQueryAttention');
@@ -430,7 +439,7 @@ export function createModuleClasses(runtime, KVCache) {
         slidingWindow: optional(opts.slidingWindow, (v) => checkSize(v, 'slidingWindow')),
         softcap: optional(opts.softcap, (v) => checkPositive(v, 'softcap')),
         scale: optional(opts.scale, (v) => checkNumber(v, 'scale', { float32: true })),
-        dtype: checkChoice(opts.dtype, 'dtype', ['f32', 'f16'], 'f32'),
+        dtype: checkChoice(opts.dtype, 'dtype', WEIGHT_DTYPES, 'f32'),
       };
       const qkNorm = checkQkNorm(opts.qkNorm);
       const scheme = checkRopeScheme(opts);
@@ -465,8 +474,8 @@ export function createModuleClasses(runtime, KVCache) {
 
     /**
      * As AttentionModule's, and Phi-3's fused qkv_proj.weight ([q | k | v] rows) in place of
-     * q_proj, k_proj and v_proj. Any entry may be binary16 (loadSafetensors(bytes, { dtype:
-     * 'f16' })): the projections are held as this.dtype, the biases and norms as floats.
+     * q_proj, k_proj and v_proj. Any entry may be binary16 or bfloat16 (as loadSafetensors(bytes,
+     * { dtype }) gives them): the projections are held as this.dtype, the biases and norms as floats.
      */
     loadStateDict(stateDict, opts) {
       live(this, 'loadStateDict');
@@ -551,21 +560,22 @@ export function createModuleClasses(runtime, KVCache) {
   class Linear extends AttentionModule {
     /**
      * torch.nn.Linear(inFeatures, outFeatures): y = x·Wᵀ + b over x [..., inFeatures]. opts: bias
-     * (true), dtype ('f32', or 'f16': the weight held as binary16, half the memory, f32 arithmetic).
+     * (true), dtype ('f32', or 'f16' / 'bf16': the weight held as binary16 / bfloat16, half the
+     * memory, f32 arithmetic).
      */
     constructor(inFeatures, outFeatures, opts) {
       const wasm = runtime.enter('new Linear');
       checkSize(inFeatures, 'inFeatures');
       checkSize(outFeatures, 'outFeatures');
       opts = checkOptions(opts, ['bias', 'dtype']);
-      const config = { inFeatures, outFeatures, bias: checkBoolean(opts.bias, 'bias', true), dtype: checkChoice(opts.dtype, 'dtype', ['f32', 'f16'], 'f32') };
+      const config = { inFeatures, outFeatures, bias: checkBoolean(opts.bias, 'bias', true), dtype: checkChoice(opts.dtype, 'dtype', WEIGHT_DTYPES, 'f32') };
       super(runtime, 'Linear', wasm._linearCreate({ ...config, dtype: wasm._WeightDtype[config.dtype] }), 0);
       expose(this, config);
     }
 
     /**
-     * weight [outFeatures, inFeatures] and bias [outFeatures]: float32 tensors, or binary16 ones
-     * (loadSafetensors(bytes, { dtype: 'f16' })), which an f16 Linear keeps without widening.
+     * weight [outFeatures, inFeatures] and bias [outFeatures]: float32 tensors, or a binary16 or
+     * bfloat16 weight, which a Linear of that dtype keeps bit for bit (others widen or round it).
      */
     loadStateDict(stateDict, opts) {
       const { state: { handle }, wasm } = live(this, 'loadStateDict');
@@ -579,7 +589,7 @@ export function createModuleClasses(runtime, KVCache) {
       const bias = byName.has('bias') ? checkTensor(byName.get('bias'), named('bias')) : null;
       if (!weight) throw new AttentionError(named('weight'), shapeString([this.outFeatures, this.inFeatures]), 'a missing entry');
       runtime.invoke([[weight.data, named('weight')], [bias?.data, named('bias')]], [], ([w, b]) => {
-        const status = wasm._linearLoad(handle, { weight: w, weightF16: weight.dtype === 'f16', weightShape: weight.shape, bias: b, biasShape: bias ? bias.shape : [] });
+        const status = wasm._linearLoad(handle, { weight: w, weightDtype: weightDtype(wasm, weight), weightShape: weight.shape, bias: b, biasShape: bias ? bias.shape : [] });
         return status && { ...status, argument: named(status.argument) };
       });
       return this;

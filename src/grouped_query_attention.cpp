@@ -37,7 +37,7 @@ void rms_norm(float* x, int64_t size, int64_t width, const float* w, const QkNor
 GroupedQueryAttention::GroupedQueryAttention(const GroupedQueryAttentionConfig& config) : config_(config) {
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim;
-  // The projections stay binary16 until packed.
+  // The projections stay 16-bit, if so given, until packed.
   q_proj_weight_ = parameters_.declare("q_proj.weight", {q_size, c.hidden_size}, true);
   k_proj_weight_ = parameters_.declare("k_proj.weight", {kv_size, c.hidden_size}, true);
   v_proj_weight_ = parameters_.declare("v_proj.weight", {kv_size, c.hidden_size}, true);
@@ -102,11 +102,10 @@ Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
 Status GroupedQueryAttention::prepare() {
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t q_size = c.num_heads * c.head_dim, kv_size = c.num_key_value_heads * c.head_dim;
-  // Each loaded as floats or binary16, each held as config_.dtype.
+  // Each loaded as floats or 16-bit words, each held as config_.dtype.
   const auto pack = [&](PackedWeight& weight, int index, int64_t out, int64_t in) {
-    const Half* halves = parameters_.halves(index);
-    return weight.pack(halves ? static_cast<const void*>(halves) : parameters_.get(index), halves != nullptr, out, in,
-                       c.dtype);
+    const LoadedWeight loaded = parameters_.weight(index);
+    return weight.pack(loaded.data, loaded.dtype, out, in, c.dtype);
   };
   Status s = first_failure({pack(q_weight_, q_proj_weight_, q_size, c.hidden_size),
                             pack(k_weight_, k_proj_weight_, kv_size, c.hidden_size),

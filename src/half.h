@@ -1,4 +1,5 @@
-// IEEE binary16 ("f16"), the storage of half-precision KV caches: conversions from and to float.
+// IEEE binary16 ("f16"), the storage of half-precision KV caches and weights, and bfloat16
+// ("bf16", the upper half of a float32), a weight storage: conversions from and to float.
 // Arithmetic stays in float; only storage is halved.
 #pragma once
 
@@ -8,7 +9,10 @@
 
 namespace attn {
 
-using Half = uint16_t;  // the bits of a binary16
+using Half = uint16_t;  // the bits of a binary16 or a bfloat16
+
+// How a tensor's elements are stored: floats, binary16 bits or bfloat16 bits.
+enum class WeightDtype { f32, f16, bf16 };
 
 // Rounds to the nearest binary16, ties to even; out of range gives ±Inf, NaN stays NaN.
 inline Half to_half(float value) {
@@ -45,6 +49,29 @@ inline float from_half(Half h) {
   float value;
   std::memcpy(&value, &bits, sizeof value);
   return value;
+}
+
+// Rounds to the nearest bfloat16, ties to even (past the largest finite: ±Inf); NaN stays NaN.
+inline Half to_bfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  // NaN made quiet: its payload may lie in the dropped bits alone.
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<Half>((bits >> 16) | 0x40u);
+  return static_cast<Half>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+// Exact: a bfloat16 is the upper half of a float32.
+inline float from_bfloat16(Half b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// A binary16 or bfloat16 word (`dtype`) as the float it is, and a float rounded to one.
+inline float widen(Half h, WeightDtype dtype) { return dtype == WeightDtype::bf16 ? from_bfloat16(h) : from_half(h); }
+inline Half narrow(float value, WeightDtype dtype) {
+  return dtype == WeightDtype::bf16 ? to_bfloat16(value) : to_half(value);
 }
 
 }  // namespace attn

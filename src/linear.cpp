@@ -9,42 +9,45 @@
 
 namespace attn {
 
-Status PackedWeight::pack(const void* weight, bool f16, int64_t out, int64_t in, WeightDtype dtype) {
-  const float* floats = f16 ? nullptr : static_cast<const float*>(weight);
-  const Half* halves = f16 ? static_cast<const Half*>(weight) : nullptr;
+Status PackedWeight::pack(const void* weight, WeightDtype given, int64_t out, int64_t in, WeightDtype held) {
+  const float* floats = static_cast<const float*>(weight);
+  const Half* words = static_cast<const Half*>(weight);
+  // Element i as the float it is, whatever it is given as.
+  const auto value = [&](int64_t i) { return given == WeightDtype::f32 ? floats[i] : widen(words[i], given); };
   const int64_t size = static_cast<int64_t>(kernels::packed_size(in, out));
   FloatBuffer packed;
-  Buffer<Half> packed_halves;
+  Buffer<Half> packed_words;
   Status s;
   bool finite = true;
-  if (dtype == WeightDtype::f32) {
-    // f16 weights widen once, into the packed floats.
+  if (held == WeightDtype::f32) {
+    // 16-bit weights widen once, into the packed floats.
     FloatBuffer widened;
-    if (halves) {
+    if (given != WeightDtype::f32) {
       s = widened.allocate(out * in, "widened weights");
       if (!s.ok()) return s;
-      std::transform(halves, halves + out * in, widened.data(), from_half);
+      for (int64_t i = 0; i < out * in; ++i) widened.data()[i] = value(i);
       floats = widened.data();
     }
     s = packed.allocate(size, "packed weights");
     if (!s.ok()) return s;
     kernels::pack_transposed(in, out, floats, in, packed.data());
   } else {
-    // The packed layout (packing.h) with binary16 elements: panels of 8 outputs, K rows each.
-    s = packed_halves.allocate(size, "packed weights");
+    // The packed layout (packing.h) with 16-bit elements: panels of 8 outputs, K rows each.
+    s = packed_words.allocate(size, "packed weights");
     if (!s.ok()) return s;
     const int64_t panel = static_cast<int64_t>(kernels::kPanel);
     for (int64_t j0 = 0; j0 < out; j0 += panel)
       for (int64_t k = 0; k < in; ++k)
         for (int64_t c = 0; c < panel; ++c) {
-          const int64_t j = j0 + c;
-          const Half h = j >= out ? Half{0} : halves ? halves[j * in + k] : to_half(floats[j * in + k]);
-          packed_halves.data()[j0 * in + k * panel + c] = h;
+          const int64_t j = j0 + c, i = j * in + k;
+          const Half h = j >= out ? Half{0} : given == held ? words[i] : narrow(value(i), held);
+          packed_words.data()[j0 * in + k * panel + c] = h;
           finite &= (h & 0x7c00u) != 0x7c00u;
         }
   }
   packed_ = std::move(packed);
-  halves_ = std::move(packed_halves);
+  halves_ = std::move(packed_words);
+  dtype_ = held;
   in_ = in;
   out_ = out;
   finite_ = finite;
@@ -85,7 +88,9 @@ Status PackedWeight::apply(int64_t rows, const float* x, const float* bias, floa
     const Half* panels = halves_.data() + j0 * in;
     const int64_t size = static_cast<int64_t>(kernels::packed_size(in, count));
     float* widened = scratch.data() + worker * kApplyChunk * in;
-    if (finite_)
+    if (dtype_ == WeightDtype::bf16)
+      k.widen_bf16(panels, widened, size);
+    else if (finite_)
       k.widen_f16(panels, widened, size);
     else
       std::transform(panels, panels + size, widened, from_half);
@@ -134,7 +139,7 @@ Status Linear::load(const LinearWeights& w) {
     if (!s.ok()) return s;
     std::copy_n(w.bias, out, bias_.data());
   }
-  s = weight_.pack(w.weight, w.weight_f16, out, in, config_.dtype);
+  s = weight_.pack(w.weight, w.weight_dtype, out, in, config_.dtype);
   loaded_ = s.ok();
   return s;
 }

@@ -18,17 +18,17 @@ struct WeightSlice {
   int64_t in, out;
 };
 
-// How a packed weight is held: floats, or binary16 (half the memory; the arithmetic stays f32).
-enum class WeightDtype { f32, f16 };
-
 // A weight [out, in] (PyTorch's layout) packed for gemm_packed: modules pack theirs when they
-// load a state dict, so forward() never repacks. Held as floats, or as binary16: apply() then
-// widens each chunk of outputs once a call and multiplies every row by it.
+// load a state dict, so forward() never repacks. Held as floats, or as binary16 or bfloat16 words
+// (half the memory; the arithmetic stays f32): apply() then widens each chunk of outputs once a
+// call and multiplies every row by it.
 class PackedWeight {
  public:
-  // `weight` holds floats, or binary16 bits when `f16`; either is held as `dtype`.
-  Status pack(const void* weight, bool f16, int64_t out, int64_t in, WeightDtype dtype);
-  Status pack(const float* weight, int64_t out, int64_t in) { return pack(weight, false, out, in, WeightDtype::f32); }
+  // `weight` holds elements of dtype `given`, held as `held` (rounded to nearest even if narrower).
+  Status pack(const void* weight, WeightDtype given, int64_t out, int64_t in, WeightDtype held);
+  Status pack(const float* weight, int64_t out, int64_t in) {
+    return pack(weight, WeightDtype::f32, out, in, WeightDtype::f32);
+  }
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
   // Of an f32 weight, outputs [first, first + count), first a multiple of the packing's panel
@@ -37,17 +37,18 @@ class PackedWeight {
   WeightSlice slice(int64_t first, int64_t count) const { return {packed_.data() + first * in_, in_, count}; }
   operator WeightSlice() const { return slice(0, out_); }
 
-  // y [rows, out] = x [rows, in] · Wᵀ + bias (bias [out] or null), either dtype, in work items of
+  // y [rows, out] = x [rows, in] · Wᵀ + bias (bias [out] or null), any dtype, in work items of
   // up to 256 rows times 64 outputs across the thread pool: short inputs still split across
   // threads, and an item's rows stay in cache while its panels stream. Fails only out of memory
-  // (the f16 weight's widened chunks).
+  // (a 16-bit weight's widened chunks).
   Status apply(int64_t rows, const float* x, const float* bias, float* y) const;
 
  private:
   FloatBuffer packed_;
-  Buffer<Half> halves_;  // the packed layout, in binary16
+  Buffer<Half> halves_;  // the packed layout, in 16-bit words of dtype_
+  WeightDtype dtype_ = WeightDtype::f32;
   int64_t in_ = 0, out_ = 0;
-  bool finite_ = true;  // whether every binary16 weight is finite (the fast widening needs it)
+  bool finite_ = true;  // of binary16 words: whether every one is finite (widen_f16 needs it)
 };
 
 // Rows per work item when linear() splits rows across the thread pool: short inputs still keep
@@ -62,7 +63,7 @@ void linear(int64_t rows, const float* x, int64_t ldx, const WeightSlice& weight
 void linear_rows(int64_t rows, const float* x, int64_t ldx, const WeightSlice& weight, const float* bias, float* y,
                  int64_t ldy);
 
-// torch.nn.Linear: y = x · Wᵀ + b over x [..., in_features], its weight a PackedWeight of either
+// torch.nn.Linear: y = x · Wᵀ + b over x [..., in_features], its weight a PackedWeight of any
 // dtype.
 struct LinearConfig {
   int64_t in_features = 0, out_features = 0;
@@ -70,11 +71,11 @@ struct LinearConfig {
   WeightDtype dtype = WeightDtype::f32;
 };
 
-// What Linear::load takes: weight [out, in] as floats, or as binary16 bits when `weight_f16`
-// (PyTorch's layout either way), and bias [out] when the module has one.
+// What Linear::load takes: weight [out, in] as floats, or as binary16 or bfloat16 words
+// (`weight_dtype`; PyTorch's layout either way), and bias [out] when the module has one.
 struct LinearWeights {
   const void* weight = nullptr;
-  bool weight_f16 = false;
+  WeightDtype weight_dtype = WeightDtype::f32;
   Shape weight_shape;
   const float* bias = nullptr;
   Shape bias_shape;

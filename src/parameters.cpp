@@ -53,15 +53,17 @@ Status Parameters::load(const std::vector<NamedTensor>& state_dict) {
     const size_t i = static_cast<size_t>(
         std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.name == given.name; }) - entries_.begin());
     const int64_t n = given.tensor.shape.numel();
-    const bool halves = given.f16 && entries_[i].packed;
+    const bool words = given.dtype != WeightDtype::f32;
+    const bool halves = words && entries_[i].packed;
     Status s = halves ? fresh[i].halves.allocate(n, "parameters") : fresh[i].floats.allocate(n, "parameters");
     if (!s.ok()) return s;
+    fresh[i].dtype = given.dtype;
     const Half* from = reinterpret_cast<const Half*>(given.tensor.data);
     if (n == 0) continue;
     if (halves)
       std::memcpy(fresh[i].halves.data(), from, static_cast<size_t>(n) * sizeof(Half));
-    else if (given.f16)
-      std::transform(from, from + n, fresh[i].floats.data(), from_half);
+    else if (words)
+      std::transform(from, from + n, fresh[i].floats.data(), [&](Half h) { return widen(h, given.dtype); });
     else
       std::memcpy(fresh[i].floats.data(), given.tensor.data, static_cast<size_t>(n) * sizeof(float));
   }

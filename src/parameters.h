@@ -15,14 +15,20 @@ namespace attn {
 struct NamedTensor {
   std::string name;
   TensorView tensor;
-  bool f16 = false;  // tensor.data holds binary16 bits (Half), not floats
+  WeightDtype dtype = WeightDtype::f32;  // what tensor.data holds: floats, or binary16 or bfloat16 words
+};
+
+// A packed entry as loaded: floats, or 16-bit words of `dtype`.
+struct LoadedWeight {
+  const void* data;
+  WeightDtype dtype;
 };
 
 class Parameters {
  public:
-  // Declares an entry; returns its index for get(). Declared before any load. Binary16 tensors
+  // Declares an entry; returns its index for get(). Declared before any load. 16-bit tensors
   // widen into floats, except those given for a `packed` entry (a weight its module packs, in
-  // whichever dtype it holds it): these stay binary16 until then, in halves() (get() is null).
+  // whichever dtype it holds it): these stay as given until then, in weight() (get() is null).
   int declare(std::string name, Shape shape, bool packed = false);
 
   // Copies every declared entry from `state_dict`. On error nothing changes.
@@ -33,7 +39,10 @@ class Parameters {
   void release(int index) { entries_[index].values = Values(); }
 
   const float* get(int index) const { return entries_[index].values.floats.data(); }
-  const Half* halves(int index) const { return entries_[index].values.halves.data(); }
+  LoadedWeight weight(int index) const {
+    const Values& v = entries_[index].values;
+    return v.halves.data() ? LoadedWeight{v.halves.data(), v.dtype} : LoadedWeight{v.floats.data(), WeightDtype::f32};
+  }
   float* get(int index) { return entries_[index].values.floats.data(); }
   const Shape& shape(int index) const { return entries_[index].shape; }
 
@@ -41,6 +50,7 @@ class Parameters {
   struct Values {
     FloatBuffer floats;
     Buffer<Half> halves;
+    WeightDtype dtype = WeightDtype::f32;  // of halves
   };
   struct Entry {
     std::string name;

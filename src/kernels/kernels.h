@@ -65,6 +65,9 @@ struct KernelSet {
   // out[i] = the float of binary16 h[i], exact for finite values (Inf and NaN, as above, are not):
   // f16 Linear weights widened a panel chunk at a time for gemm_packed.
   void (*widen_f16)(const uint16_t* h, float* out, size_t n);
+  // out[i] = the float of bfloat16 b[i] (its upper half), exact for every value: bf16 Linear
+  // weights, as widen_f16.
+  void (*widen_bf16)(const uint16_t* b, float* out, size_t n);
 };
 
 // A row's scaled scores with their terms and bias, through the cheaper scale_bias_max when there

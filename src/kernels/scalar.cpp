@@ -106,6 +106,7 @@ void gemm_nn_add_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
 }
 
 void widen_f16_scalar(const uint16_t* h, float* out, size_t n) { std::transform(h, h + n, out, from_half); }
+void widen_bf16_scalar(const uint16_t* b, float* out, size_t n) { std::transform(b, b + n, out, from_bfloat16); }
 
 }  // namespace
 
@@ -122,6 +123,7 @@ const KernelSet kScalarKernels = {
     gemm_nn_add_scalar<float>,
     gemm_nn_add_scalar<uint16_t>,
     widen_f16_scalar,
+    widen_bf16_scalar,
 };
 
 }  // namespace attn::kernels

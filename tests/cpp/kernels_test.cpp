@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -90,30 +91,34 @@ void check_cache_products(const KernelSet& set, size_t M, size_t N, size_t K, Ma
   }
 }
 
+// Every 16-bit word of `dtype` widens to a float that rounds back to it (NaN to a NaN); halfway to
+// the next word away from zero rounds to the even one of the two, a hair either side to the nearer.
+void check_rounding(attn::WeightDtype dtype, uint32_t largest_finite) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint16_t word = static_cast<uint16_t>(h);
+    const float x = attn::widen(word, dtype);
+    if (std::isnan(x)) {
+      REQUIRE((h & 0x7fff) > largest_finite + 1);
+      REQUIRE(std::isnan(attn::widen(attn::narrow(x, dtype), dtype)));
+      continue;
+    }
+    INFO("h=" << h << " x=" << x);
+    REQUIRE(attn::narrow(x, dtype) == word);
+    if ((h & 0x7fff) >= largest_finite) continue;  // the largest finite and Inf have no next word
+    const float next = attn::widen(static_cast<uint16_t>(h + 1), dtype);
+    const float midpoint = static_cast<float>((double(x) + double(next)) / 2);
+    REQUIRE(attn::narrow(midpoint, dtype) == ((h & 1) ? h + 1 : h));
+    REQUIRE(attn::narrow(std::nextafter(midpoint, x), dtype) == word);
+    REQUIRE(attn::narrow(std::nextafter(midpoint, next), dtype) == h + 1);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("to_half rounds to the nearest binary16, ties to even; from_half is exact", "[kernels][f16]") {
   using attn::from_half;
   using attn::to_half;
-  for (uint32_t h = 0; h < 0x10000; ++h) {
-    const uint16_t half = static_cast<uint16_t>(h);
-    const float x = from_half(half);
-    if (std::isnan(x)) {
-      REQUIRE((h & 0x7c00) == 0x7c00);
-      REQUIRE(std::isnan(from_half(to_half(x))));
-      continue;
-    }
-    INFO("h=" << h << " x=" << x);
-    REQUIRE(to_half(x) == half);
-    if ((h & 0x7fff) >= 0x7bff) continue;  // the largest finite and Inf have no next half
-    // Halfway to the next half away from zero rounds to the even one of the two; a hair either
-    // side rounds to the nearer.
-    const float next = from_half(static_cast<uint16_t>(h + 1));
-    const float midpoint = static_cast<float>((double(x) + double(next)) / 2);
-    REQUIRE(to_half(midpoint) == ((h & 1) ? h + 1 : h));
-    REQUIRE(to_half(std::nextafter(midpoint, x)) == half);
-    REQUIRE(to_half(std::nextafter(midpoint, next)) == h + 1);
-  }
+  check_rounding(attn::WeightDtype::f16, 0x7bff);
   REQUIRE(to_half(65504.0f) == 0x7bff);
   REQUIRE(to_half(65519.99f) == 0x7bff);
   REQUIRE(to_half(65520.0f) == 0x7c00);  // halfway past the largest finite: Inf, ties to even
@@ -146,6 +151,47 @@ TEST_CASE("widen_f16 gives every finite binary16's float exactly", "[kernels][f1
       set->widen_f16(halves.data() + offset, out.data(), out.size());
       for (size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == attn::from_half(halves[i + offset]));
     }
+}
+
+TEST_CASE("to_bfloat16 rounds to the nearest bfloat16, ties to even; from_bfloat16 is exact", "[kernels][bf16]") {
+  using attn::from_bfloat16;
+  using attn::to_bfloat16;
+  check_rounding(attn::WeightDtype::bf16, 0x7f7f);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float x = from_bfloat16(static_cast<uint16_t>(h));
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    REQUIRE(bits == h << 16);
+  }
+  // Past the largest finite by half a step or more: Inf. A NaN whose payload lies in the dropped
+  // bits alone stays NaN.
+  REQUIRE(to_bfloat16(std::numeric_limits<float>::max()) == 0x7f80);
+  REQUIRE(to_bfloat16(-std::numeric_limits<float>::max()) == 0xff80);
+  float low_nan;
+  const uint32_t low_nan_bits = 0x7f800001u;
+  std::memcpy(&low_nan, &low_nan_bits, sizeof low_nan);
+  REQUIRE(std::isnan(from_bfloat16(to_bfloat16(low_nan))));
+  REQUIRE(to_bfloat16(-0.0f) == 0x8000);
+}
+
+TEST_CASE("widen_bf16 gives every bfloat16's float exactly, Inf and NaN included", "[kernels][bf16]") {
+  std::vector<uint16_t> words(0x10000);
+  for (size_t h = 0; h < words.size(); ++h) words[h] = static_cast<uint16_t>(h);
+  std::vector<size_t> sizes = kSizes;
+  sizes.push_back(words.size() - 7);
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (size_t n : sizes)
+      for (size_t offset : {0, 1, 3}) {  // every alignment
+        INFO(set->name << " n=" << n << " offset " << offset);
+        std::vector<float> out(n + 1, 7.0f);
+        set->widen_bf16(words.data() + offset, out.data(), n);
+        for (size_t i = 0; i < n; ++i) {
+          uint32_t got;
+          std::memcpy(&got, &out[i], sizeof got);
+          REQUIRE(got == static_cast<uint32_t>(words[i + offset]) << 16);
+        }
+        REQUIRE(out[n] == 7.0f);
+      }
 }
 
 TEST_CASE("gemm_nt matches a float64 reference, with padded strides", "[kernels]") {

@@ -139,8 +139,8 @@ TEST_CASE("modules refuse bad sizes and inputs by name", "[modules][errors]") {
         "value: expected [2, 6, dv], got [2, 7, 1]");
 }
 
-TEST_CASE("GroupedQueryAttention holds binary16 projections and gives the bits of the same weights as floats",
-          "[modules][f16]") {
+TEST_CASE("GroupedQueryAttention holds 16-bit projections and gives the bits of the same weights as floats",
+          "[modules][f16][bf16]") {
   attn::GroupedQueryAttentionConfig config;
   config.hidden_size = 40;  // 5 panels: the last work chunk is ragged
   config.num_heads = 4;
@@ -152,48 +152,50 @@ TEST_CASE("GroupedQueryAttention holds binary16 projections and gives the bits o
       {"q_proj.weight", {q, 40}}, {"k_proj.weight", {kv, 40}}, {"v_proj.weight", {kv, 40}}, {"o_proj.weight", {40, q}},
       {"q_proj.bias", {q}},       {"k_proj.bias", {kv}},       {"v_proj.bias", {kv}},       {"q_norm.weight", {10}},
       {"k_norm.weight", {10}}};
-  // Each entry as binary16 and as the floats those are exactly.
-  std::vector<std::vector<attn::Half>> halves;
-  std::vector<std::vector<float>> floats;
-  for (const auto& [name, shape] : entries) {
-    halves.emplace_back();
-    floats.emplace_back();
-    for (int64_t i = 0; i < shape.numel(); ++i) {
-      halves.back().push_back(attn::to_half(0.3f * std::sin(0.37f * static_cast<float>(i + 7 * halves.size()))));
-      floats.back().push_back(attn::from_half(halves.back().back()));
-    }
-  }
-  // mask: which entries go as binary16.
-  const auto state_dict = [&](unsigned mask) {
-    std::vector<attn::NamedTensor> sd;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const bool f16 = (mask >> i) & 1u;
-      const float* data = f16 ? reinterpret_cast<const float*>(halves[i].data()) : floats[i].data();
-      sd.push_back({entries[i].first, {data, entries[i].second}, f16});
-    }
-    return sd;
-  };
   const std::vector<float> x = [] {
     std::vector<float> v(2 * 3 * 40);
     for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.11f * static_cast<float>(i));
     return v;
   }();
-  const auto run = [&](attn::WeightDtype dtype, unsigned mask) {
-    attn::GroupedQueryAttentionConfig c = config;
-    c.dtype = dtype;
-    std::unique_ptr<attn::GroupedQueryAttention> block;
-    REQUIRE(attn::GroupedQueryAttention::create(c, &block).ok());
-    REQUIRE(block->load_state_dict(state_dict(mask)).message() == "");
-    std::vector<float> output(x.size()), weights(2 * 4 * 3 * 3);
-    REQUIRE(block->forward({x.data(), {2, 3, 40}}, {}, output.data(), weights.data()).message() == "");
-    output.insert(output.end(), weights.begin(), weights.end());
-    return output;
-  };
-  const std::vector<float> want = run(attn::WeightDtype::f32, 0);
-  for (const auto dtype : {attn::WeightDtype::f16, attn::WeightDtype::f32})
-    for (const unsigned mask : {0x1ffu, 0x0fu, 0x1f0u, 0x55u}) {
-      INFO("dtype " << static_cast<int>(dtype) << ", binary16 entries " << mask);
-      const std::vector<float> got = run(dtype, mask);
-      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+  for (const auto words : {attn::WeightDtype::f16, attn::WeightDtype::bf16}) {
+    // Each entry as 16-bit words and as the floats those are exactly.
+    std::vector<std::vector<attn::Half>> halves;
+    std::vector<std::vector<float>> floats;
+    for (const auto& [name, shape] : entries) {
+      halves.emplace_back();
+      floats.emplace_back();
+      for (int64_t i = 0; i < shape.numel(); ++i) {
+        halves.back().push_back(attn::narrow(0.3f * std::sin(0.37f * static_cast<float>(i + 7 * halves.size())), words));
+        floats.back().push_back(attn::widen(halves.back().back(), words));
+      }
     }
+    // mask: which entries go as words.
+    const auto state_dict = [&](unsigned mask) {
+      std::vector<attn::NamedTensor> sd;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const bool as_words = (mask >> i) & 1u;
+        const float* data = as_words ? reinterpret_cast<const float*>(halves[i].data()) : floats[i].data();
+        sd.push_back({entries[i].first, {data, entries[i].second}, as_words ? words : attn::WeightDtype::f32});
+      }
+      return sd;
+    };
+    const auto run = [&](attn::WeightDtype dtype, unsigned mask) {
+      attn::GroupedQueryAttentionConfig c = config;
+      c.dtype = dtype;
+      std::unique_ptr<attn::GroupedQueryAttention> block;
+      REQUIRE(attn::GroupedQueryAttention::create(c, &block).ok());
+      REQUIRE(block->load_state_dict(state_dict(mask)).message() == "");
+      std::vector<float> output(x.size()), weights(2 * 4 * 3 * 3);
+      REQUIRE(block->forward({x.data(), {2, 3, 40}}, {}, output.data(), weights.data()).message() == "");
+      output.insert(output.end(), weights.begin(), weights.end());
+      return output;
+    };
+    const std::vector<float> want = run(attn::WeightDtype::f32, 0);
+    for (const auto dtype : {words, attn::WeightDtype::f32})
+      for (const unsigned mask : {0x1ffu, 0x0fu, 0x1f0u, 0x55u}) {
+        INFO("words " << static_cast<int>(words) << ", dtype " << static_cast<int>(dtype) << ", as words " << mask);
+        const std::vector<float> got = run(dtype, mask);
+        CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+      }
+  }
 }

@@ -442,7 +442,24 @@ const BAD_CALLS = {
       'q_proj.weight': f32([16, 16]), 'k_proj.weight': { data: new Uint16Array(128), shape: [8, 16] }, 'v_proj.weight': f32([8, 16]), 'o_proj.weight': f32([16, 16]),
     }),
     argument: /^stateDict\['k_proj\.weight'\]\.data$/,
-    message: ["a Float32Array, or binary16 bits in a Uint16Array with dtype: 'f16'", 'got Uint16Array(128) without a dtype'],
+    message: ["a Float32Array, or 16-bit words in a Uint16Array with dtype: 'f16' (binary16) or 'bf16' (bfloat16)", 'got Uint16Array(128) without a dtype'],
+  },
+  'a bfloat16 GroupedQueryAttention weight in a Float32Array': {
+    call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { dtype: 'bf16' }).loadStateDict({
+      'q_proj.weight': f32([16, 16]), 'k_proj.weight': { ...f32([8, 16]), dtype: 'bf16' }, 'v_proj.weight': f32([8, 16]), 'o_proj.weight': f32([16, 16]),
+    }),
+    argument: /^stateDict\['k_proj\.weight'\]\.data$/,
+    message: ["'bf16' (bfloat16)", 'got Float32Array(128) with dtype "bf16"'],
+  },
+  'a Linear of dtype f64': {
+    call: (attn) => new attn.Linear(4, 3, { dtype: 'f64' }),
+    argument: /^dtype$/,
+    message: ['"f32", "f16", "bf16"', 'got "f64"'],
+  },
+  'a bfloat16 Linear weight of the wrong length': {
+    call: (attn) => new attn.Linear(4, 3, { dtype: 'bf16', bias: false }).loadStateDict({ weight: { data: new Uint16Array(11), shape: [3, 4], dtype: 'bf16' } }),
+    argument: /^stateDict\['weight'\]\.data$/,
+    message: ['length 12 for shape [3, 4]', 'got length 11'],
   },
   'a binary16 GroupedQueryAttention weight of the wrong shape': {
     call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { dtype: 'f16' }).loadStateDict({

@@ -121,15 +121,15 @@ test('bad binary16 weights name the entry, the expected and the given; the block
   };
   const bits = (shape) => ({ data: new Uint16Array(shape[0] * shape[1]), shape });
   bad({ ...good, 'k_proj.weight': bits([8, 16]) }, "stateDict['k_proj.weight'].data",
-    ["a Float32Array, or binary16 bits in a Uint16Array with dtype: 'f16'", 'got Uint16Array(128) without a dtype']);
-  bad({ ...good, 'k_proj.weight': { ...bits([8, 16]), dtype: 'bf16' } }, "stateDict['k_proj.weight'].data", ['got Uint16Array(128) with dtype "bf16"']);
+    ["a Float32Array, or 16-bit words in a Uint16Array with dtype: 'f16' (binary16) or 'bf16' (bfloat16)", 'got Uint16Array(128) without a dtype']);
+  bad({ ...good, 'k_proj.weight': { ...bits([8, 16]), dtype: 'bfloat16' } }, "stateDict['k_proj.weight'].data", ['got Uint16Array(128) with dtype "bfloat16"']);
   bad({ ...good, 'k_proj.weight': { data: new Float32Array(128), shape: [8, 16], dtype: 'f16' } }, "stateDict['k_proj.weight'].data", ['got Float32Array(128) with dtype "f16"']);
   bad({ ...good, 'v_proj.weight': half([16, 16]) }, "stateDict['v_proj.weight']", ['[8, 16]', 'got [16, 16]']);
   bad({ ...good, 'o_proj.weight': { data: new Uint16Array(5), shape: [16, 16], dtype: 'f16' } }, "stateDict['o_proj.weight'].data", ['length 256', 'length 5']);
   const { 'q_proj.weight': q, 'k_proj.weight': k, 'v_proj.weight': v, ...rest } = good;
   bad({ ...rest, 'l.qkv_proj.weight': half([24, 16]) }, "stateDict['l.qkv_proj.weight']", ['[32, 16] (the rows of q_proj, k_proj and v_proj)', 'got [24, 16]'], { prefix: 'l.' });
   bad({ ...rest, 'qkv_proj.weight': bits([32, 16]) }, "stateDict['qkv_proj.weight'].data", ['got Uint16Array(512) without a dtype']);
-  assertAttentionError(() => new attn.GroupedQueryAttention(16, 4, 2, { dtype: 'bf16' }), AttentionError, 'dtype', ['"f32", "f16"', 'got "bf16"']);
+  assertAttentionError(() => new attn.GroupedQueryAttention(16, 4, 2, { dtype: 'f64' }), AttentionError, 'dtype', ['"f32", "f16", "bf16"', 'got "f64"']);
   assertAttentionError(() => attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 16, num_attention_heads: 4 }, { dtype: 'f8' }), AttentionError, 'dtype', ['got "f8"']);
   // Biases and norms may come as binary16 too (widened): Phi-3's fused weight as well.
   const fused = new Uint16Array(32 * 16);

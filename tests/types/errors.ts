@@ -129,8 +129,10 @@ new attn.GroupedQueryAttention(64, 8);
 new attn.GroupedQueryAttention(64, 8, 2).forward(q, { cache: {} });
 // @ts-expect-error project() takes no attnMask: it stops before attention
 new attn.GroupedQueryAttention(64, 8, 2).project(q, { attnMask: { data: new Uint8Array(1), shape: [1, 1] } });
-// @ts-expect-error a block's projections are held as 'f32' or 'f16'
-new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'bf16' });
+// @ts-expect-error a block's projections are held as 'f32', 'f16' or 'bf16'
+new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'f64' });
+// @ts-expect-error bfloat16 words are tagged dtype: 'bf16'
+new attn.Linear(4, 4).loadStateDict({ weight: { data: new Uint16Array(16), shape: [4, 4], dtype: 'bfloat16' } });
 // @ts-expect-error binary16 tensors load into GroupedQueryAttention and Linear only
 new attn.MultiheadAttention(64, 8).loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }));
 // @ts-expect-error loadSafetensors takes the file's bytes, not its name

@@ -7,6 +7,7 @@ import {
   type Attention,
   type AttentionErrorCode,
   type AttentionResult,
+  type Bfloat16Tensor,
   type BoolMask,
   type BuildName,
   type Features,
@@ -32,6 +33,7 @@ import {
   type Stats,
   type Tensor,
   type TokenMask,
+  type WeightDtype,
 } from 'attention-wasm';
 
 const tensor = (shape: readonly number[], fill = 0.5): Tensor => ({
@@ -140,7 +142,8 @@ const scaling: RopeScaling | null = new attn.GroupedQueryAttention(64, 8, 2, { r
 qwen3.loadStateDict({ 'qkv_proj.weight': tensor([96, 64]) });
 const halfBlock: GroupedQueryAttention = attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 64, num_attention_heads: 8 }, { layer: 0, dtype: 'f16' });
 halfBlock.loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }), { prefix: 'model.layers.0.self_attn.' });
-const halfDtype: 'f32' | 'f16' = new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'f16' }).dtype;
+const halfDtype: WeightDtype = new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'f16' }).dtype;
+const bf16Block: GroupedQueryAttention = attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 64, num_attention_heads: 8 }, { dtype: 'bf16' });
 const paddedCache: KVCache = qwen3.createCache(16, { batch: 2 });
 const attentionMask: TokenMask = { data: new BigInt64Array(6), shape: [2, 3] };
 qwen3.forward(tensor([2, 3, 64]), { cache: paddedCache, attentionMask });
@@ -150,7 +153,9 @@ const proj: Linear = new attn.Linear(64, 128, { bias: false, dtype: 'f16' });
 proj.loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }), { prefix: 'model.layers.0.mlp.up_proj.' });
 const projected: ResultTensor = proj.forward(tensor([2, 64]));
 const reused: ResultTensor = proj.forward(tensor([2, 64]), { out: new Float32Array(2 * 128) });
-const projDtype: 'f32' | 'f16' = proj.dtype;
+const projDtype: WeightDtype = proj.dtype;
+const bfloat16Weight: Bfloat16Tensor = { data: new Uint16Array(64 * 128), shape: [128, 64], dtype: 'bf16' };
+new attn.Linear(64, 128, { dtype: 'bf16' }).loadStateDict({ weight: bfloat16Weight, bias: tensor([128]) });
 // A shape written `as const` is accepted.
 attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);
 
