@@ -279,7 +279,8 @@ void register_structs() {
       .plain<&GroupedQueryAttentionOptions::positions>("positions")
       .plain<&GroupedQueryAttentionOptions::attn_mask>("attnMask")
       .plain<&GroupedQueryAttentionOptions::attention_mask>("attentionMask")
-      .pointer<&GroupedQueryAttentionOptions::cache>("cache");
+      .pointer<&GroupedQueryAttentionOptions::cache>("cache")
+      .plain<&GroupedQueryAttentionOptions::head_mask>("headMask");
 }
 
 // ---- scaled dot-product attention, rope ----------------------------------------------------

@@ -618,6 +618,12 @@ export interface GroupedQueryAttentionForwardOptions {
    * which goes as `[N, 1, 1, m]`.
    */
   attnMask?: Mask | null;
+  /**
+   * Hugging Face's `head_mask`, one factor per query head (`[numHeads]`): each head's softmax
+   * weights are multiplied by it before the values are summed (0 removes the head's contribution
+   * to `o_proj`'s input); the weights returned are the scaled ones.
+   */
+  headMask?: Float32Array | readonly number[] | null;
   /** Default false. */
   needWeights?: boolean;
   /**

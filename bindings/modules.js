@@ -227,8 +227,16 @@ function spillFor(module, query, key, needWeights) {
   return packedBytes >= SPILL_ABOVE_BYTES ? new Float32Array(numel(query.shape)) : null;
 }
 
+// headMask: one factor per query head, a Float32Array or numbers; null and undefined mean none.
+function checkHeadMask(value) {
+  if (value === undefined || value === null) return null;
+  if (value instanceof Float32Array) return { data: value, shape: [value.length] };
+  if (Array.isArray(value) && value.every((v) => typeof v === 'number')) return { data: Float32Array.from(value), shape: [value.length] };
+  throw new AttentionError('headMask', 'a Float32Array or an array of numbers, one per query head ([numHeads])', describe(value));
+}
+
 // GroupedQueryAttention's x and call options, checked: the inputs to copy into wasm memory (x,
-// positions, attnMask, attentionMask) and options(pointers), the core's
+// positions, attnMask, attentionMask, headMask) and options(pointers), the core's
 // GroupedQueryAttentionOptions with them at those pointers (none: shapes only).
 function blockInputs(runtime, wasm, x, opts) {
   checkTensor(x, 'x');
@@ -236,14 +244,16 @@ function blockInputs(runtime, wasm, x, opts) {
   const positions = checkPositions(opts.positions);
   const tokens = checkTokenMask(opts.attentionMask, 'attentionMask');
   const mask = checkMask(opts.attnMask, 'attnMask');
+  const headMask = checkHeadMask(opts.headMask);
   runtime.checkRank(x.shape, 'x', '[N, t, hiddenSize]');
   if (positions) runtime.checkRank(positions.shape, 'positions', '[t] or [N, t]');
   if (tokens) runtime.checkRank(tokens.shape, 'attentionMask', '[N, t]');
   if (mask) runtime.checkRank(mask.shape, 'attnMask', 'broadcastable to [N, numHeads, t, m]');
   return {
-    inputs: [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask'], [tokens?.data, 'attentionMask']],
-    options: ([, at, m, t] = []) => ({
+    inputs: [[x.data, 'x'], [positions?.data, 'positions'], [mask?.data, 'attnMask'], [tokens?.data, 'attentionMask'], [headMask?.data, 'headMask']],
+    options: ([, at, m, t, h] = []) => ({
       positions: idsView(positions, at), attnMask: maskView(wasm, mask, m), attentionMask: maskView(wasm, tokens, t), cache,
+      headMask: idsView(headMask, h),
     }),
   };
 }
@@ -513,11 +523,13 @@ export function createModuleClasses(runtime, KVCache) {
      * opts: cache (k and v appended, attention over all it holds), attentionMask (Hugging Face's
      * attention_mask [N, t], 1 a token, 0 padding; kept by the cache), positions ([t] or [N, t];
      * default generate()'s), attnMask (broadcastable to [N, numHeads, t, m], boolean 1 = may
-     * attend), needWeights, out ({ output, weights }: arrays to write the results into).
+     * attend), headMask (Hugging Face's head_mask [numHeads]: each head's weights, returned so,
+     * and its share of the output scaled by its factor), needWeights, out ({ output, weights }:
+     * arrays to write the results into).
      */
     forward(x, opts) {
       const { state, wasm } = live(this, 'forward');
-      opts = checkOptions(opts, ['cache', 'positions', 'attentionMask', 'attnMask', 'needWeights', 'out']);
+      opts = checkOptions(opts, ['cache', 'positions', 'attentionMask', 'attnMask', 'headMask', 'needWeights', 'out']);
       const block = blockInputs(runtime, wasm, x, opts);
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
       const out = checkOutArrays(opts.out, needWeights);

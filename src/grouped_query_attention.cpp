@@ -6,6 +6,7 @@
 #include "attend.h"
 #include "attention.h"
 #include "buffer.h"
+#include "kernels/kernels.h"
 #include "mask.h"
 
 namespace attn {
@@ -30,6 +31,10 @@ void rms_norm(float* x, int64_t size, int64_t width, const float* w, const QkNor
     for (int64_t e = 0; e < width; ++e)
       v[e] = static_cast<float>(v[e] * inverse) * (norm.unit_offset ? 1.0f + w[e] : w[e]);
   }
+}
+
+bool has_head_mask(const GroupedQueryAttentionOptions& options) {
+  return options.head_mask.data || options.head_mask.shape.rank > 0;
 }
 
 }  // namespace
@@ -200,6 +205,9 @@ Status GroupedQueryAttention::check_forward(const Shape& x, const GroupedQueryAt
     s = BroadcastMask::check(options.attn_mask, scores, "attnMask");
     if (!s.ok()) return s;
   }
+  const Shape& head_mask = options.head_mask.shape;
+  if (has_head_mask(options) && head_mask != Shape{config_.num_heads})
+    return Status::invalid("headMask", "[" + std::to_string(config_.num_heads) + "] (numHeads)", head_mask.str());
   *output_shape = x;
   *weights_shape = scores;
   return Status::success();
@@ -267,7 +275,8 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
   Status s = first_failure({require_loaded("GroupedQueryAttention"),
                             check_forward(x.shape, options, &output_shape, &weights_shape), check_data(x, "x"),
                             check_data(options.positions, "positions"), check_data(options.attn_mask, "attnMask"),
-                            check_data(options.attention_mask, "attentionMask")});
+                            check_data(options.attention_mask, "attentionMask"),
+                            has_head_mask(options) ? check_data(options.head_mask, "headMask") : Status::success()});
   if (!s.ok()) return s;
   const GroupedQueryAttentionConfig& c = config_;
   const int64_t N = x.shape[0], t = x.shape[1], rows = N * t, hd = c.head_dim;
@@ -319,6 +328,18 @@ Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAtt
     plan.blocks.value = {v.data(), nullptr, BlockLayout::contiguous(t, hd)};
     s = attend(plan.blocks, attended.data(), weights);
     if (!s.ok()) return s;
+  }
+  if (has_head_mask(options)) {
+    // Scaling a head's weights scales its attention output alike.
+    const kernels::KernelSet& k = kernels::active_kernels();
+    const int64_t m = weights_shape[3];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t h = 0; h < c.num_heads; ++h) {
+        const float factor = options.head_mask.data[h];
+        const int64_t plane = n * c.num_heads + h;
+        k.scale(attended.data() + plane * t * hd, static_cast<size_t>(t * hd), factor);
+        if (weights) k.scale(weights + plane * t * m, static_cast<size_t>(t * m), factor);
+      }
   }
   swap_middle(attended.data(), N, c.num_heads, t, hd, q.data());
   return o_weight_.apply(rows, q.data(), o_proj_bias_ >= 0 ? parameters_.get(o_proj_bias_) : nullptr, output);

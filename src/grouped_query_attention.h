@@ -51,6 +51,10 @@ struct GroupedQueryAttentionOptions {
   // generate() does: each row's tokens counted (cumsum - 1, padding at 0).
   MaskView attention_mask;
   KVCache* cache = nullptr;  // k and v are appended to it and attention covers all it holds
+  // Hugging Face's head_mask (forward() only), [numHeads]: each query head's softmax weights are
+  // multiplied by its value before the values are summed (0 removes the head). Absent: no data
+  // and no shape.
+  TensorView head_mask;
 };
 
 class GroupedQueryAttention : public Module {

@@ -199,3 +199,52 @@ TEST_CASE("GroupedQueryAttention holds 16-bit projections and gives the bits of 
       }
   }
 }
+
+TEST_CASE("GroupedQueryAttention's head mask scales each head's weights and its share of the output",
+          "[modules][head_mask]") {
+  attn::GroupedQueryAttentionConfig config;
+  config.hidden_size = 16;
+  config.num_heads = 4;
+  config.num_key_value_heads = 2;
+  config.output_bias = true;
+  config.sliding_window = 2;
+  config.softcap = 5.0f;
+  std::unique_ptr<attn::GroupedQueryAttention> block;
+  REQUIRE(attn::GroupedQueryAttention::create(config, &block).ok());
+  const auto values = [](int64_t n, float phase) {
+    std::vector<float> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = 0.4f * std::sin(0.23f * static_cast<float>(i) + phase);
+    return v;
+  };
+  const std::vector<float> q = values(16 * 16, 1), k = values(8 * 16, 2), v = values(8 * 16, 3), o = values(16 * 16, 4),
+                           bias = values(16, 5), x = values(2 * 3 * 16, 6);
+  REQUIRE(block->load_state_dict({{"q_proj.weight", {q.data(), {16, 16}}}, {"k_proj.weight", {k.data(), {8, 16}}},
+                                  {"v_proj.weight", {v.data(), {8, 16}}}, {"o_proj.weight", {o.data(), {16, 16}}},
+                                  {"o_proj.bias", {bias.data(), {16}}}})
+              .message() == "");
+  // Output, then weights [2, 4, 3, 3], with the given head mask (none when empty).
+  const auto run = [&](const std::vector<float>& mask) {
+    attn::GroupedQueryAttentionOptions options;
+    if (!mask.empty()) options.head_mask = {mask.data(), {static_cast<int64_t>(mask.size())}};
+    std::vector<float> output(x.size()), weights(2 * 4 * 3 * 3);
+    REQUIRE(block->forward({x.data(), {2, 3, 16}}, options, output.data(), weights.data()).message() == "");
+    return std::make_pair(output, weights);
+  };
+  const auto [output, weights] = run({});
+  // Ones change nothing; the weights scale by the mask exactly; zeros leave o_proj its bias.
+  const auto ones = run({1, 1, 1, 1});
+  CHECK(ones.first == output);
+  CHECK(ones.second == weights);
+  const std::vector<float> mask = {0, 1, 0.25f, 1};
+  const auto masked = run(mask);
+  for (size_t i = 0; i < weights.size(); ++i) CHECK(masked.second[i] == weights[i] * mask[i / 9 % 4]);
+  CHECK(masked.first != output);
+  const auto zeros = run({0, 0, 0, 0});
+  for (size_t i = 0; i < output.size(); ++i) CHECK(zeros.first[i] == bias[i % 16]);
+
+  attn::GroupedQueryAttentionOptions options;
+  const std::vector<float> three = {1, 1, 1};
+  options.head_mask = {three.data(), {3}};
+  attn::Shape os, ws;
+  CHECK(block->check_forward({2, 3, 16}, options, &os, &ws).message() == "headMask: expected [4] (numHeads), got [3]");
+}

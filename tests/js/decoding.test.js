@@ -1,15 +1,15 @@
 // KVCache and GroupedQueryAttention on every build: the PyTorch fixtures of kv_cache.json (append /
 // attend / truncate / reset sequences, f32 and f16, rings) and gqa.json (Llama, Qwen2, Gemma 2 and
-// Mistral blocks, with and without a cache), then what ties the paths together: prefill-then-decode
-// against one full forward, the decode path against SDPA, and the caches' lifetime. (Bad input:
-// errors.test.js.)
+// Mistral blocks, with and without a cache, some with Hugging Face's head_mask), then what ties the
+// paths together: prefill-then-decode against one full forward, the decode path against SDPA, the
+// head mask with every other option, and the caches' lifetime. (Bad input: errors.test.js.)
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, test } from 'node:test';
 
 import { AttentionError, init } from 'attention-wasm';
 
-import { BUILDS, TOLERANCE, maxRelativeError, randomTensor, rng, toMask, toTensor } from './helpers.js';
+import { BUILDS, TOLERANCE, bitIdentical, maxRelativeError, randomTensor, rng, toMask, toTensor } from './helpers.js';
 
 function readCases(file) {
   return JSON.parse(readFileSync(new URL(`../fixtures/${file}`, import.meta.url), 'utf8')).cases;
@@ -86,6 +86,7 @@ function runBlockCase(attn, c) {
       if (step.positions !== null)
         opts.positions = step.positions.shape.length === 1 ? Int32Array.from(step.positions.data) : { shape: step.positions.shape, data: Int32Array.from(step.positions.data) };
       if (step.attnMask !== null) opts.attnMask = toMask(step.attnMask);
+      if (step.headMask) opts.headMask = step.headMask;
       const { output, weights } = block.forward(toTensor(step.x), opts);
       assertClose(output, toTensor(step.output), `${at} output`, c.tolerance);
       if (step.weights === null) assert.equal(weights, null);
@@ -152,6 +153,42 @@ for (const build of BUILDS) {
         }
         cache.dispose();
       }
+    });
+
+    test('headMask with a cache, attentionMask, positions, out, a window and a soft cap: ones change nothing, the weights scale by it exactly', () => {
+      const random = rng(31);
+      const block = new attn.GroupedQueryAttention(16, 4, 2, { slidingWindow: 3, softcap: 5, outputBias: true });
+      const bias = randomTensor([16], random);
+      block.loadStateDict({
+        'q_proj.weight': randomTensor([16, 16], random), 'k_proj.weight': randomTensor([8, 16], random),
+        'v_proj.weight': randomTensor([8, 16], random), 'o_proj.weight': randomTensor([16, 16], random), 'o_proj.bias': bias,
+      });
+      const x = randomTensor([2, 4, 16], random), next = randomTensor([2, 1, 16], random);
+      const attentionMask = { data: Uint8Array.of(0, 1, 1, 1, 1, 1, 1, 1), shape: [2, 4] };
+      // A left-padded prefill, then a decode step at given positions into arrays reused: weights
+      // [2, 4, 4, 4] and [2, 4, 1, 5].
+      const run = (headMask) => {
+        const cache = block.createCache(8, { batch: 2 });
+        const results = [
+          block.forward(x, { cache, attentionMask, headMask, needWeights: true }),
+          block.forward(next, {
+            cache, positions: { data: Int32Array.of(3, 4), shape: [2, 1] }, headMask, needWeights: true,
+            out: { output: new Float32Array(32), weights: new Float32Array(40) },
+          }),
+        ];
+        cache.dispose();
+        return results;
+      };
+      const plain = run(undefined), ones = run([1, 1, 1, 1]), zeros = run(new Float32Array(4));
+      const mask = [1, 0, 0.3, 1], masked = run(mask);
+      plain.forEach(({ output, weights }, i) => {
+        assert.ok(bitIdentical(ones[i].output.data, output.data) && bitIdentical(ones[i].weights.data, weights.data), `call ${i}: ones`);
+        const plane = weights.data.length / 8;
+        weights.data.forEach((w, j) => assert.equal(masked[i].weights.data[j], Math.fround(w * Math.fround(mask[Math.floor(j / plane) % 4])), `call ${i}: weight ${j}`));
+        // Every head removed: o_proj's input is zero, its output the bias.
+        zeros[i].output.data.forEach((y, j) => assert.equal(y, bias.data[j % 16], `call ${i}: zeros`));
+      });
+      block.dispose();
     });
 
     // KVCache.attend, GroupedQueryAttention.forward and scaledDotProductAttention take the same

@@ -461,6 +461,27 @@ const BAD_CALLS = {
     argument: /^stateDict\['weight'\]\.data$/,
     message: ['length 12 for shape [3, 4]', 'got length 11'],
   },
+  'a GroupedQueryAttention head mask of the wrong length': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 3, 16]), { headMask: [1, 0, 0.5] }),
+    argument: /^headMask$/,
+    message: ['[4] (numHeads)', 'got [3]'],
+  },
+  // Checked before the cache is touched: nothing is appended (the memory test repeats it).
+  'a GroupedQueryAttention head mask of the wrong length with a cache': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 1, 16]), { cache: decoding(attn).gqaCache, headMask: new Float32Array(5) }),
+    argument: /^headMask$/,
+    message: ['[4] (numHeads)', 'got [5]'],
+  },
+  'a GroupedQueryAttention head mask of strings': {
+    call: (attn) => decoding(attn).gqa.forward(f32([1, 3, 16]), { headMask: ['1', '1', '1', '1'] }),
+    argument: /^headMask$/,
+    message: ['a Float32Array or an array of numbers', 'got ["1", "1", "1", "1"]'],
+  },
+  'GroupedQueryAttention.project with forward()\'s headMask': {
+    call: (attn) => decoding(attn).gqa.project(f32([1, 3, 16]), { headMask: [1, 1, 1, 1] }),
+    argument: /^headMask$/,
+    message: ['an unknown option'],
+  },
   'a binary16 GroupedQueryAttention weight of the wrong shape': {
     call: (attn) => new attn.GroupedQueryAttention(16, 4, 2, { dtype: 'f16' }).loadStateDict({
       'q_proj.weight': f32([16, 16]), 'k_proj.weight': f32([8, 16]), 'v_proj.weight': { data: new Uint16Array(256), shape: [16, 16], dtype: 'f16' }, 'o_proj.weight': f32([16, 16]),

@@ -131,6 +131,8 @@ new attn.GroupedQueryAttention(64, 8, 2).forward(q, { cache: {} });
 new attn.GroupedQueryAttention(64, 8, 2).project(q, { attnMask: { data: new Uint8Array(1), shape: [1, 1] } });
 // @ts-expect-error a block's projections are held as 'f32', 'f16' or 'bf16'
 new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'f64' });
+// @ts-expect-error a head mask holds numbers, one per query head
+new attn.GroupedQueryAttention(64, 8, 2).forward(q, { headMask: new Uint8Array(8) });
 // @ts-expect-error bfloat16 words are tagged dtype: 'bf16'
 new attn.Linear(4, 4).loadStateDict({ weight: { data: new Uint16Array(16), shape: [4, 4], dtype: 'bfloat16' } });
 // @ts-expect-error binary16 tensors load into GroupedQueryAttention and Linear only

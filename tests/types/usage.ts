@@ -144,6 +144,8 @@ const halfBlock: GroupedQueryAttention = attn.GroupedQueryAttention.fromConfig({
 halfBlock.loadStateDict(attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }), { prefix: 'model.layers.0.self_attn.' });
 const halfDtype: WeightDtype = new attn.GroupedQueryAttention(64, 8, 2, { dtype: 'f16' }).dtype;
 const bf16Block: GroupedQueryAttention = attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 64, num_attention_heads: 8 }, { dtype: 'bf16' });
+const maskedHeads: AttentionResult<ResultTensor> = bf16Block.forward(tensor([1, 5, 64]), { headMask: [1, 0, 0.5, 1, 1, 1, 1, 1], needWeights: true });
+bf16Block.forward(tensor([1, 5, 64]), { headMask: new Float32Array(8) });
 const paddedCache: KVCache = qwen3.createCache(16, { batch: 2 });
 const attentionMask: TokenMask = { data: new BigInt64Array(6), shape: [2, 3] };
 qwen3.forward(tensor([2, 3, 64]), { cache: paddedCache, attentionMask });
