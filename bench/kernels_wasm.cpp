@@ -91,6 +91,25 @@ double decode_kernel_gflops(int kind, int M, int N, int K, int calls, int repeat
   return 2.0 * M * N * K * calls / (best * 1e6);
 }
 
+// 16-bit Linear weights widened for the GEMM: widen_f16 (bf16 false) or widen_bf16 on `n`
+// elements, best of `repeats` runs of `calls` calls, in G elements/s.
+double widen_rate(bool bf16, int n, int calls, int repeats) {
+  const attn::WeightDtype dtype = bf16 ? attn::WeightDtype::bf16 : attn::WeightDtype::f16;
+  std::vector<uint16_t> words(n);
+  for (int i = 0; i < n; ++i) words[i] = attn::narrow(std::sin(float(i)), dtype);
+  std::vector<float> out(n);
+  const auto& k = attn::kernels::active_kernels();
+  const auto kernel = bf16 ? k.widen_bf16 : k.widen_f16;
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = emscripten_get_now();
+    for (int c = 0; c < calls; ++c) kernel(words.data(), out.data(), n);
+    best = std::min(best, emscripten_get_now() - start);
+  }
+  if (std::isnan(out[0])) return 0;
+  return double(n) * calls / (best * 1e6);
+}
+
 // What bounds the GEMM. One k step of its 4x8 tile issues two panel loads, four load-splats of A
 // and 16 multiplies and adds. These copies of that loop keep either kind of load out of it (A's
 // four values, or the panel's two vectors, fixed for the whole tile: timing only, the results are
@@ -169,4 +188,5 @@ EMSCRIPTEN_BINDINGS(bench_kernels) {
   emscripten::function("gemmGflops", &gemm_gflops);
   emscripten::function("gemmLoopGflops", &gemm_loop_gflops);
   emscripten::function("decodeKernelGflops", &decode_kernel_gflops);
+  emscripten::function("widenRate", &widen_rate);
 }

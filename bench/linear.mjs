@@ -1,7 +1,8 @@
 // attn.Linear on the layers of a SmolLM2-135M-shaped model (hidden 576, 9 query and 3 key/value
-// heads of 64, intermediate 1536, vocabulary 49152) at 512 tokens, f32 and f16 weights timed in
-// alternation, on 1 and 2 threads, against our GEMM's rate on as many threads (gemm-rate.mjs:
-// the relaxed 1024³ product, measured in the same run). The goal: Linear layers at 85 % of it.
+// heads of 64, intermediate 1536, vocabulary 49152) at 512 tokens, f32, f16 and bf16 weights timed
+// in alternation, on 1 and 2 threads, against our GEMM's rate on as many threads (gemm-rate.mjs:
+// the relaxed 1024³ product, measured in the same run), after the widening kernels' rates in V8.
+// The goals: Linear layers at 85 % of the GEMM's rate, bf16 within 5 % of f32.
 //
 //   node --experimental-wasm-relaxed-simd bench/linear.mjs [--json FILE] [--tokens 512] [--quick]
 //   (npm run bench -- --linear [...] also builds first)
@@ -10,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { init } from '../dist/index.mjs';
 import { rng } from '../tests/js/random.js';
 import { gemmRate } from './gemm-rate.mjs';
+import { loadKernels } from './peers/kernels.mjs';
 import { report } from './report.mjs';
 import { measureAlternating } from './timing.mjs';
 
@@ -30,9 +32,17 @@ function tensor(shape, random) {
   return { data, shape };
 }
 
+const DTYPES = ['f32', 'f16', 'bf16'];
 const rows = [];
 const goals = [];
 console.log(`attention-wasm bench: Linear layers of a SmolLM2-135M-shaped model, ${tokens} tokens`);
+// What a 16-bit Linear adds to the GEMM: widening a chunk of 64 outputs of 576 inputs, once a call.
+const kernels = await loadKernels('bench-kernels-relaxed');
+for (const kernel of ['widen_f16', 'widen_bf16']) {
+  const rate = kernels.widenRate(kernel);
+  rows.push({ impl: kernel, elements: 36864, gelements_per_s: rate });
+  console.log(`${kernel.padEnd(12)}  36864 elements: ${rate.toFixed(2)} G elements/s`);
+}
 console.log(`${'impl'.padEnd(12)}  ${'layer'.padEnd(10)}  ${'in'.padStart(5)}  ${'out'.padStart(6)}  thr  ${'median ms'.padStart(9)}  ${'GF/s'.padStart(6)}  ${'of GEMM'.padStart(7)}`);
 for (const threads of [1, 2]) {
   const gemm = await gemmRate(threads);
@@ -40,14 +50,14 @@ for (const threads of [1, 2]) {
   console.log(`${'gemm-rate'.padEnd(12)}  ${''.padEnd(10)}  ${''.padStart(5)}  ${''.padStart(6)}  ${String(threads).padStart(3)}  ${''.padStart(9)}  ${gemm.toFixed(1).padStart(6)}`);
   const attn = await init({ threads });
   const random = rng(threads);
-  const totals = { f32: { ms: 0, flops: 0 }, f16: { ms: 0, flops: 0 } };
+  const totals = Object.fromEntries(DTYPES.map((dtype) => [dtype, { ms: 0, flops: 0 }]));
   for (const [name, inFeatures, outFeatures, count] of LAYERS) {
     const weight = tensor([outFeatures, inFeatures], random);
     const x = tensor([tokens, inFeatures], random);
-    const layers = ['f32', 'f16'].map((dtype) => new attn.Linear(inFeatures, outFeatures, { bias: false, dtype }).loadStateDict({ weight }));
+    const layers = DTYPES.map((dtype) => new attn.Linear(inFeatures, outFeatures, { bias: false, dtype }).loadStateDict({ weight }));
     const timings = await measureAlternating(layers.map((layer) => () => layer.forward(x)), plan);
     const flops = 2 * tokens * inFeatures * outFeatures;
-    ['f32', 'f16'].forEach((dtype, i) => {
+    DTYPES.forEach((dtype, i) => {
       const ms = timings[i].median_ms, gflops = flops / ms / 1e6;
       totals[dtype].ms += count * ms;
       totals[dtype].flops += count * flops;
@@ -56,11 +66,13 @@ for (const threads of [1, 2]) {
     });
     for (const layer of layers) layer.dispose();
   }
-  for (const dtype of ['f32', 'f16']) {
+  for (const dtype of DTYPES) {
     const { ms, flops } = totals[dtype];
     const share = flops / ms / 1e6 / gemm;
     goals.push(`linear-${dtype}, a forward's Linear layers on ${threads} thread(s): ${(flops / 1e9).toFixed(1)} GFLOP in ${ms.toFixed(0)} ms, ${(100 * share).toFixed(0)} % of the GEMM rate (goal >= 85 %): ${share >= 0.85 ? 'met' : 'missed'}`);
   }
+  const bf16Share = totals.f32.ms / totals.bf16.ms;
+  goals.push(`linear-bf16 on ${threads} thread(s): ${(100 * bf16Share).toFixed(1)} % of linear-f32's rate (goal >= 95 %): ${bf16Share >= 0.95 ? 'met' : 'missed'}`);
   attn.dispose();
 }
 await report(goals, rows, args.json);

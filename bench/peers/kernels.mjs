@@ -49,5 +49,14 @@ export async function loadKernels(name = 'bench-kernels') {
       m.decodeKernelGflops(kind, M, N, K, calls, 3);
       return m.decodeKernelGflops(kind, M, N, K, calls, repeats);
     },
+    /**
+     * 'widen_f16' or 'widen_bf16' on `n` 16-bit weights (a Linear's chunk of 64 outputs of 576
+     * inputs: 36864), in G elements/s, after a warm-up that tiers it up.
+     */
+    widenRate(kernel, n = 36864, calls = 200, repeats = 7) {
+      const bf16 = kernel === 'widen_bf16';
+      m.widenRate(bf16, n, calls, 3);
+      return m.widenRate(bf16, n, calls, repeats);
+    },
   };
 }
