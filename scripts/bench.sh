@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run bench [-- --large] [-- --json FILE]`: the benchmark of bench/attention.mjs (issue #6).
+# `npm run bench [-- --large] [-- --json FILE] [-- --quick]`: the benchmark of bench/attention.mjs (issue #6).
 # Checks the system packages, builds everything (the native core is one of the rows, the bench
 # kernels come from the wasm build), installs the peers into bench/node_modules on first use, then
 # runs the bench with this script's arguments. BENCH_NO_BUILD=1 skips the build (already built).
@@ -19,14 +19,18 @@ fi
 # soft cap, documents) with the remaining arguments instead; `--decode` runs bench/decode.mjs (a
 # decode step over a KV cache against onnxruntime-web's GroupQueryAttention and the read rate);
 # `--linear` bench/linear.mjs (attn.Linear on a SmolLM2-shaped model's layers against our GEMM rate);
-# `--model` bench/model.mjs (the viewer's forward of a SmolLM2-135M-shaped model); `--page`
-# bench/page.mjs (the demo page's update at 2048 characters in Chromium, and its long tasks).
+# `--model` bench/model.mjs (a SmolLM2-135M-shaped checkpoint's forward through openModel);
+# `--open` bench/open.mjs (openModel and one forward on checkpoints of published models' shapes,
+# against the read rate, our Linear's rate and onnxruntime-web); `--page` bench/page.mjs (the demo
+# page's update at 2048 characters in Chromium, and its long tasks). Every mode but --page takes
+# `--quick` (its smallest sizes, a few seconds: tests/js/bench-smoke.test.js runs them).
 script="$root/bench/attention.mjs"
 case "${1:-}" in
   --sdpa-options) script="$root/bench/sdpa-options.mjs"; shift ;;
   --decode) script="$root/bench/decode.mjs"; shift ;;
   --linear) script="$root/bench/linear.mjs"; shift ;;
   --model) script="$root/bench/model.mjs"; shift ;;
+  --open) script="$root/bench/open.mjs"; shift ;;
   --page) script="$root/bench/page.mjs"; shift ;;
 esac
 # Node 20 runs relaxed SIMD (the ours-relaxed rows) only behind this flag; the peers are unaffected.
