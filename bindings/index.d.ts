@@ -819,6 +819,11 @@ export interface Attention {
    * read, `F32` and `BF16` rounded to nearest even (±Inf past ±65504).
    */
   loadSafetensors(bytes: SafetensorsBytes | SafetensorsBytes[], opts: { dtype: 'f16' }): SafetensorsMap<HalfTensor>;
+  /**
+   * With `dtype: 'bf16'` the tensors are bfloat16 words (the upper half of each float32), for
+   * modules that store bf16 weights: `BF16` as read, `F32` and `F16` rounded to nearest even.
+   */
+  loadSafetensors(bytes: SafetensorsBytes | SafetensorsBytes[], opts: { dtype: 'bf16' }): SafetensorsMap<Bfloat16Tensor>;
   /** Heap size of this instance and the number of modules not yet disposed. */
   stats(): Stats;
   /**

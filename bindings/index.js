@@ -91,7 +91,7 @@ class Attention {
   loadSafetensors(bytes, opts) {
     this.#runtime.enter('loadSafetensors');
     opts = checkOptions(opts, ['dtype']);
-    return loadSafetensors(bytes, checkChoice(opts.dtype, 'dtype', ['f32', 'f16'], 'f32'));
+    return loadSafetensors(bytes, checkChoice(opts.dtype, 'dtype', ['f32', 'f16', 'bf16'], 'f32'));
   }
 
   /** Heap size of this instance and the number of modules not yet disposed. */

@@ -5,7 +5,7 @@
 import { AttentionError, describe, shapeString } from './errors.js';
 import { checkShape, numel } from './validate.js';
 
-const HEADER_SIZE_BYTES = 8;
+export const HEADER_SIZE_BYTES = 8;
 // The reference's MAX_HEADER_SIZE: a header size above it is refused before anything is decoded.
 const MAX_HEADER_BYTES = 100_000_000;
 const METADATA_KEY = '__metadata__';
@@ -20,14 +20,15 @@ function halfToFloat(bits) {
   return sign * (0x400 + fraction) * 2 ** (exponent - 25);
 }
 
-// Each dtype read here: its elements are read as unsigned words of its size, then become float32
-// bit for bit (F32; BF16, the upper half of a float32) or by value (F16). Plain loops: `from` with
-// a mapping function is about ten times slower on large tensors.
-// `toHalves` reads them as binary16 instead (loadSafetensors(..., { dtype: 'f16' })).
+// Each dtype read here: its elements are read as unsigned words of its size, then converted to the
+// dtype asked for: float32 (F32 bit for bit; BF16, the upper half of a float32, by a shift; F16 by
+// value), binary16 ('f16': F32 and BF16 rounded to nearest even) or bfloat16 ('bf16': F32 and F16
+// rounded to nearest even). Plain loops: `from` with a mapping function is about ten times slower
+// on large tensors. Every conversion returns fresh words, never a view of the caller's bytes.
 const DTYPES = new Map([
-  ['F32', { Words: Uint32Array, toFloats: (words) => new Float32Array(words.slice().buffer), toHalves: floatWordsToHalves }], // a copy, never a view of the caller's bytes
-  ['F16', { Words: Uint16Array, toFloats: halvesToFloats, toHalves: (words) => words.slice() }],
-  ['BF16', { Words: Uint16Array, toFloats: bfloat16sToFloats, toHalves: (words) => floatWordsToHalves(new Uint32Array(bfloat16sToFloats(words).buffer)) }],
+  ['F32', { Words: Uint32Array, stored: 'f32', to: { f32: (words) => new Float32Array(words.slice().buffer), f16: floatWordsToHalves, bf16: floatWordsToBfloat16s } }],
+  ['F16', { Words: Uint16Array, stored: 'f16', to: { f32: halvesToFloats, f16: (words) => words.slice(), bf16: (words) => floatWordsToBfloat16s(new Uint32Array(halvesToFloats(words).buffer)) } }],
+  ['BF16', { Words: Uint16Array, stored: 'bf16', to: { f32: bfloat16sToFloats, f16: (words) => floatWordsToHalves(new Uint32Array(bfloat16sToFloats(words).buffer)), bf16: (words) => words.slice() } }],
 ]);
 
 // float32 bits → binary16 bits, rounding to nearest, ties to even; past 65504 (from 65520, halfway
@@ -56,6 +57,16 @@ function floatWordsToHalves(words) {
   return halves;
 }
 
+// Float32 words as bfloat16 words: the upper halves, rounded to nearest even; NaN stays NaN.
+function floatWordsToBfloat16s(words) {
+  const halves = new Uint16Array(words.length);
+  for (let i = 0; i < words.length; i++) {
+    const bits = words[i];
+    halves[i] = (bits & 0x7fffffff) > 0x7f800000 ? (bits >>> 16) | 0x40 : (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;
+  }
+  return halves;
+}
+
 function halvesToFloats(words) {
   const floats = new Float32Array(words.length);
   for (let i = 0; i < words.length; i++) floats[i] = halfToFloat(words[i]);
@@ -68,11 +79,12 @@ function bfloat16sToFloats(words) {
   return new Float32Array(bits.buffer);
 }
 
-// The reference's other dtypes: real ones, refused as not supported rather than unknown.
-const OTHER_DTYPES = [
-  'BOOL', 'U8', 'I8', 'I16', 'U16', 'I32', 'U32', 'I64', 'U64', 'F64', 'C64',
-  'F4', 'F6_E2M3', 'F6_E3M2', 'F8_E5M2', 'F8_E4M3', 'F8_E8M0', 'F8_E4M3FNUZ', 'F8_E5M2FNUZ',
-];
+// The reference's other dtypes, with their bits per element: real ones, refused as not
+// supported rather than unknown.
+const OTHER_DTYPES = new Map([
+  ['BOOL', 8], ['U8', 8], ['I8', 8], ['I16', 16], ['U16', 16], ['I32', 32], ['U32', 32], ['I64', 64], ['U64', 64], ['F64', 64], ['C64', 64],
+  ['F4', 4], ['F6_E2M3', 6], ['F6_E3M2', 6], ['F8_E5M2', 8], ['F8_E4M3', 8], ['F8_E8M0', 8], ['F8_E4M3FNUZ', 8], ['F8_E5M2FNUZ', 8],
+]);
 
 const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
@@ -152,7 +164,7 @@ function checkMetadata(metadata) {
 function checkDtype(dtype, argument) {
   if (DTYPES.has(dtype)) return dtype;
   const supported = `one of ${[...DTYPES.keys()].join(', ')}`;
-  if (OTHER_DTYPES.includes(dtype)) throw new AttentionError(argument, supported, `${dtype}, which is not supported`);
+  if (OTHER_DTYPES.has(dtype)) throw new AttentionError(argument, supported, `${dtype}, which is not supported`);
   throw new AttentionError(argument, supported, typeof dtype === 'string' ? `the unknown dtype ${describe(dtype)}` : describe(dtype));
 }
 
@@ -163,19 +175,22 @@ function checkOffsets(offsets, argument, dataLength) {
   return offsets;
 }
 
-// One header entry, checked: { name, dtype, shape, begin, end }.
-function readEntry(name, info, dataLength) {
+// One header entry, checked: { name, dtype, stored, shape, begin, end }. With `lenient`, a tensor
+// of a dtype this reader does not convert is kept (stored null), to be refused only if read: a
+// model loader skips the buffers it does not use (GPT-NeoX's U8 `attention.bias`).
+function readEntry(name, info, dataLength, lenient) {
   const argument = `bytes: tensor '${name}'`;
   if (info === null || typeof info !== 'object' || Array.isArray(info))
     throw new AttentionError(argument, '{ dtype, shape, data_offsets }', describe(info));
-  const dtype = checkDtype(info.dtype, `${argument}.dtype`);
+  const other = lenient && OTHER_DTYPES.has(info.dtype);
+  const dtype = other ? info.dtype : checkDtype(info.dtype, `${argument}.dtype`);
   const shape = checkShape(info.shape, argument);
   const [begin, end] = checkOffsets(info.data_offsets, `${argument}.data_offsets`, dataLength);
-  const elementBytes = DTYPES.get(dtype).Words.BYTES_PER_ELEMENT;
-  const bytes = numel(shape) * elementBytes;
+  const elementBits = other ? OTHER_DTYPES.get(dtype) : 8 * DTYPES.get(dtype).Words.BYTES_PER_ELEMENT;
+  const bytes = Math.ceil((numel(shape) * elementBits) / 8);
   if (end - begin !== bytes)
-    throw new AttentionError(`${argument}.data_offsets`, `${bytes} bytes (${dtype} ${shapeString(shape)}: ${elementBytes} bytes per element)`, `${end - begin} bytes ${shapeString([begin, end])}`);
-  return { name, dtype, shape, begin, end };
+    throw new AttentionError(`${argument}.data_offsets`, `${bytes} bytes (${dtype} ${shapeString(shape)}: ${elementBits / 8} bytes per element)`, `${end - begin} bytes ${shapeString([begin, end])}`);
+  return { name, dtype, stored: other ? null : DTYPES.get(dtype).stored, shape, begin, end };
 }
 
 // As the reference (Metadata::validate, then read_metadata's size check): sorted by offsets, each
@@ -201,40 +216,65 @@ function checkCoverage(entries, dataLength) {
     throw new AttentionError('bytes', `data that ends where its last tensor ends, ${end} bytes after the header`, `${dataLength} bytes of data`);
 }
 
-// One file's header checked and its tensors read: { metadata, tensors: [[name, tensor]] }. Errors
-// name the file as `argument` ('bytes', or 'bytes[i]' for a shard).
-function readFile(bytes, argument, f16) {
-  const named = (error) => {
-    if (error instanceof AttentionError && argument !== 'bytes')
-      return new AttentionError(error.argument.replace(/^bytes/, argument), error.expected, error.got);
-    return error;
-  };
+// The header's size from a file's first 8 bytes (`prefix`), checked against the file's `fileBytes`:
+// → where the header ends and the data begins.
+export function headerEnd(prefix, fileBytes) {
+  if (fileBytes < HEADER_SIZE_BYTES)
+    throw new AttentionError('bytes', `a .safetensors file: at least the ${HEADER_SIZE_BYTES} bytes of its header size`, `${fileBytes} bytes`);
+  const headerBytes = new DataView(prefix.buffer, prefix.byteOffset, HEADER_SIZE_BYTES).getBigUint64(0, true);
+  if (headerBytes > BigInt(MAX_HEADER_BYTES))
+    throw new AttentionError('bytes', `a header size of at most ${MAX_HEADER_BYTES} bytes (the reference implementation's limit)`, `${headerBytes}`);
+  const end = HEADER_SIZE_BYTES + Number(headerBytes);
+  if (end > fileBytes)
+    throw new AttentionError('bytes', `${headerBytes} bytes of header after the ${HEADER_SIZE_BYTES}-byte size, as it says`, `${fileBytes - HEADER_SIZE_BYTES} bytes after the size`);
+  return end;
+}
+
+/**
+ * A header's JSON bytes checked against the `dataBytes` that follow it: → { metadata, entries:
+ * [{ name, dtype (the file's: 'F32' | 'F16' | 'BF16'), stored ('f32' | 'f16' | 'bf16'), shape,
+ * begin, end }] } in file order, offsets counted from the start of the data (readEntry: `lenient`).
+ */
+export function headerEntries(headerBytes, dataBytes, { lenient = false } = {}) {
+  const { header, names } = parseHeader(headerBytes);
+  const entries = [];
+  for (const name of names) {
+    if (name === METADATA_KEY) checkMetadata(header[name]);
+    else entries.push(readEntry(name, header[name], dataBytes, lenient));
+  }
+  checkCoverage(entries, dataBytes);
+  return { metadata: header[METADATA_KEY] ?? {}, entries };
+}
+
+/**
+ * One tensor from its header entry and its bytes (`bytes` holds the entry's data from byte
+ * `begin`), as `dtype` ('f32' | 'f16' | 'bf16'): { data: Float32Array, shape }, or { data:
+ * Uint16Array of binary16 or bfloat16 bits, shape, dtype }.
+ */
+export function tensorFromEntry({ dtype: stored, shape }, bytes, begin, dtype) {
+  const { Words, to } = DTYPES.get(stored);
+  const data = to[dtype](readWords(bytes, begin, numel(shape), Words));
+  return dtype === 'f32' ? { data, shape } : { data, shape, dtype };
+}
+
+// An AttentionError about the whole file ('bytes') told of one named `argument` instead.
+export function renamed(error, argument) {
+  if (error instanceof AttentionError && argument !== 'bytes')
+    return new AttentionError(error.argument.replace(/^bytes/, argument), error.expected, error.got);
+  return error;
+}
+
+// One file's header checked and its tensors read as `dtype`: { metadata, tensors: [[name,
+// tensor]] }. Errors name the file as `argument` ('bytes', or 'bytes[i]' for a shard).
+function readFile(bytes, argument, dtype) {
   try {
     const file = asBytes(bytes);
-    if (file.length < HEADER_SIZE_BYTES)
-      throw new AttentionError('bytes', `a .safetensors file: at least the ${HEADER_SIZE_BYTES} bytes of its header size`, `${file.length} bytes`);
-    const headerBytes = new DataView(file.buffer, file.byteOffset, HEADER_SIZE_BYTES).getBigUint64(0, true);
-    if (headerBytes > BigInt(MAX_HEADER_BYTES))
-      throw new AttentionError('bytes', `a header size of at most ${MAX_HEADER_BYTES} bytes (the reference implementation's limit)`, `${headerBytes}`);
-    const headerEnd = HEADER_SIZE_BYTES + Number(headerBytes);
-    if (headerEnd > file.length)
-      throw new AttentionError('bytes', `${headerBytes} bytes of header after the ${HEADER_SIZE_BYTES}-byte size, as it says`, `${file.length - HEADER_SIZE_BYTES} bytes after the size`);
-    const { header, names } = parseHeader(file.subarray(HEADER_SIZE_BYTES, headerEnd));
-    const data = file.subarray(headerEnd);
-    const entries = [];
-    for (const name of names) {
-      if (name === METADATA_KEY) checkMetadata(header[name]);
-      else entries.push(readEntry(name, header[name], data.length));
-    }
-    checkCoverage(entries, data.length);
-    const tensors = entries.map(({ name, dtype, shape, begin }) => {
-      const { Words, toFloats, toHalves } = DTYPES.get(dtype);
-      const words = readWords(data, begin, numel(shape), Words);
-      return [name, f16 ? { data: toHalves(words), shape, dtype: 'f16' } : { data: toFloats(words), shape }];
-    });
-    return { metadata: header[METADATA_KEY] ?? {}, tensors };
+    const end = headerEnd(file, file.length);
+    const data = file.subarray(end);
+    const { metadata, entries } = headerEntries(file.subarray(HEADER_SIZE_BYTES, end), data.length);
+    return { metadata, tensors: entries.map((entry) => [entry.name, tensorFromEntry(entry, data, entry.begin, dtype)]) };
   } catch (error) {
-    throw named(error);
+    throw renamed(error, argument);
   }
 }
 
@@ -244,7 +284,8 @@ function readFile(bytes, argument, f16) {
  * (binary16 bits; F32 and BF16 rounded to nearest even), shape, dtype: 'f16' }. The map's
  * `metadata` is the files' `__metadata__` (a shard's keys do not replace an earlier shard's). A
  * name in two shards is an error; so is anything malformed, named (`bytes`, or `bytes[i]` for a
- * shard, with the tensor); nothing past the bytes is read.
+ * shard, with the tensor); nothing past the bytes is read. With `dtype: 'bf16'` the tensors are
+ * { data: Uint16Array (bfloat16 bits; F32 and F16 rounded to nearest even), shape, dtype: 'bf16' }.
  */
 export function loadSafetensors(bytes, dtype = 'f32') {
   // An array of numbers is a file's bytes in the wrong container, not shards.
@@ -256,7 +297,7 @@ export function loadSafetensors(bytes, dtype = 'f32') {
   const where = new Map();
   const metadata = {};
   for (const [file, argument] of files) {
-    const read = readFile(file, argument, dtype === 'f16');
+    const read = readFile(file, argument, dtype);
     for (const [key, value] of Object.entries(read.metadata)) if (!(key in metadata)) metadata[key] = value;
     for (const [name, tensor] of read.tensors) {
       if (tensors.has(name))

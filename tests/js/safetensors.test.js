@@ -195,8 +195,35 @@ describe('loadSafetensors: shards, metadata and binary16', () => {
     assert.notEqual(nan & 0x3ff, 0);
   });
 
-  test('dtype must be f32 or f16', () => {
-    assertAttentionError(() => attn.loadSafetensors(DTYPES_FILE, { dtype: 'bf16' }), AttentionError, 'dtype', ['"bf16"']);
+  test("dtype 'bf16' keeps BF16 bits as they are and rounds F32 and F16 to the nearest bfloat16", () => {
+    const words = attn.loadSafetensors(DTYPES_FILE, { dtype: 'bf16' });
+    const bfloatValue = (bits) => new Float32Array(Uint32Array.of(bits << 16).buffer)[0];
+    for (const [name, expected] of Object.entries(EXPECTED)) {
+      const tensor = words.get(name), want = toTensor(expected);
+      assert.ok(tensor.data instanceof Uint16Array, name);
+      assert.equal(tensor.dtype, 'bf16');
+      assert.deepEqual(tensor.shape, want.shape);
+      want.data.forEach((x, i) => {
+        const got = bfloatValue(tensor.data[i]);
+        if (expected.dtype === 'BF16') assert.ok(Object.is(got, x), `${name}[${i}]: ${got}, the file holds ${x}`);
+        else if (Number.isNaN(x)) assert.ok(Number.isNaN(got), `${name}[${i}]`);
+        else if (!Number.isFinite(got)) assert.ok(Math.abs(x) >= (2 - 2 ** -8) * 2 ** 127, `${name}[${i}]: ${got} for ${x}, below the halfway point past the largest bfloat16`);
+        else if (Number.isFinite(x)) {
+          // No bfloat16 lies nearer x than the one chosen.
+          for (const neighbour of [tensor.data[i] - 1, tensor.data[i] + 1].filter((b) => (b & 0x7f80) !== 0x7f80 && b >= 0 && b < 0x10000))
+            assert.ok(Math.abs(got - x) <= Math.abs(bfloatValue(neighbour) - x), `${name}[${i}]: ${got} for ${x}`);
+        }
+      });
+    }
+    // Ties to even: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7.
+    const { data } = attn.loadSafetensors(f32File([1 + 2 ** -8, 1 + 3 * 2 ** -8, -0, NaN]), { dtype: 'bf16' }).get('x');
+    assert.deepEqual([...data.subarray(0, 3)], [0x3f80, 0x3f82, 0x8000]);
+    assert.equal(data[3] & 0x7f80, 0x7f80);
+    assert.notEqual(data[3] & 0x7f, 0, 'NaN stays NaN');
+  });
+
+  test('dtype must be f32, f16 or bf16', () => {
+    assertAttentionError(() => attn.loadSafetensors(DTYPES_FILE, { dtype: 'f64' }), AttentionError, 'dtype', ['"f64"', '"bf16"']);
   });
 });
 

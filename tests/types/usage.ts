@@ -200,6 +200,8 @@ attn.loadSafetensors(new ArrayBuffer(8));
 const shards = attn.loadSafetensors([new Uint8Array(8), new ArrayBuffer(8)], { dtype: 'f32' });
 const format: string | undefined = shards.metadata.format;
 const halves = attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' });
+const bfloats: Uint16Array | undefined = attn.loadSafetensors(new Uint8Array(8), { dtype: 'bf16' }).get('w')?.data;
+console.log(bfloats);
 const halfBits: Uint16Array | undefined = halves.get('q_proj.weight')?.data;
 const fileShape: number[] | undefined = file.get('layers.0.attn.in_proj_weight')?.shape;
 mha.loadStateDict(file, { prefix: 'layers.0.attn.' }).loadStateDict(stateDict, {});
