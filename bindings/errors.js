@@ -1,6 +1,9 @@
 // The one error class users catch. Messages follow PyTorch's habit: the argument, what was
-// expected and what was given ("key: expected [2, m, 64], got [2, 7, 32]").
-export class AttentionError extends Error {
+// expected and what was given ("key: expected [2, m, 64], got [2, 7, 32]"). The main entry and
+// 'attention-wasm/models' are separate bundles, each with this module: the class is registered
+// globally by the first, so that `instanceof AttentionError` holds for either's errors.
+const REGISTERED = Symbol.for('attention-wasm.AttentionError');
+export const AttentionError = (globalThis[REGISTERED] ??= class AttentionError extends Error {
   /**
    * @param {string} argument  the argument at fault (`query`, `scale`, `stateDict['out_proj.weight']`)
    * @param {string} expected  what it should have been
@@ -15,7 +18,7 @@ export class AttentionError extends Error {
     this.got = got;
     this.code = code;
   }
-}
+});
 
 // A short description of any JS value, for the `got` part of a message.
 export function describe(value) {

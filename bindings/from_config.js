@@ -13,6 +13,7 @@ const FAMILIES = {
   mistral: { slidingWindow: 'all', defaults: { sliding_window: 4096 } },
   qwen2: { bias: 'qkv', slidingWindow: 'qwen' },
   qwen3: { bias: 'attention_bias', slidingWindow: 'qwen', qkNorm: 'head', defaults: { head_dim: 128 } },
+  gemma: { bias: 'attention_bias', defaults: { head_dim: 256 } },
   gemma2: {
     bias: 'attention_bias', slidingWindow: 'alternate', gemma: true, softcap: true,
     defaults: { head_dim: 256, sliding_window: 4096, attn_logit_softcapping: 50.0, query_pre_attn_scalar: 256 },

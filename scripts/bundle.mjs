@@ -1,15 +1,15 @@
-// Bundles the ESM layer (bindings/*.js and wasm-feature-detect) into dist/index.mjs, so that the
-// package imports in browsers and workers with no import map, and copies its types beside it.
+// Bundles the ESM layer (bindings/*.js and wasm-feature-detect) into dist/index.mjs, and the
+// whole-model layer (bindings/models/) into dist/models.mjs ('attention-wasm/models', which the main
+// entry never loads), so that the package imports in browsers and workers with no import map, and
+// copies their types beside them.
 import { build } from 'esbuild';
 import { copyFile, readFile } from 'node:fs/promises';
 
 const root = new URL('../', import.meta.url);
 const { version } = JSON.parse(await readFile(new URL('package.json', root), 'utf8'));
 
-await build({
+const options = {
   absWorkingDir: new URL('.', root).pathname,
-  entryPoints: ['bindings/index.js'],
-  outfile: 'dist/index.mjs',
   bundle: true,
   format: 'esm',
   platform: 'neutral',
@@ -20,7 +20,10 @@ await build({
   // Part of the one-thread page's size budget (errors.js's keepClassNames keeps the names users see).
   minify: true,
   logLevel: 'warning',
-});
+};
+await build({ ...options, entryPoints: ['bindings/index.js'], outfile: 'dist/index.mjs' });
+await build({ ...options, entryPoints: ['bindings/models/index.js'], outfile: 'dist/models.mjs' });
 await copyFile(new URL('bindings/index.d.ts', root), new URL('dist/index.d.mts', root));
+await copyFile(new URL('bindings/models/index.d.ts', root), new URL('dist/models.d.mts', root));
 // CommonJS require() gets an error that says the package is ESM only.
 await copyFile(new URL('bindings/require.cjs', root), new URL('dist/index.cjs', root));

@@ -597,7 +597,7 @@ const BAD_CALLS = {
   'fromConfig of an unsupported model_type': {
     call: (attn) => attn.GroupedQueryAttention.fromConfig({ model_type: 'gpt_neox', hidden_size: 16, num_attention_heads: 4 }),
     argument: /^config\.model_type$/,
-    message: ["'llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3_text', 'phi3', 'olmo2'", 'got "gpt_neox"'],
+    message: ["'llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3_text', 'phi3', 'olmo2'", 'got "gpt_neox"'],
   },
   'fromConfig of a layer the model does not have': {
     call: (attn) => attn.GroupedQueryAttention.fromConfig({ model_type: 'llama', hidden_size: 16, num_attention_heads: 4, num_hidden_layers: 2 }, { layer: 2 }),

@@ -141,8 +141,10 @@ new attn.MultiheadAttention(64, 8).loadStateDict(attn.loadSafetensors(new Uint8A
 attn.loadSafetensors('model.safetensors');
 // @ts-expect-error binary16 tensors hold Uint16Array bits, not floats
 const notFloats: Float32Array | undefined = attn.loadSafetensors(new Uint8Array(8), { dtype: 'f16' }).get('w')?.data;
-// @ts-expect-error dtype is 'f32' or 'f16'
-attn.loadSafetensors(new Uint8Array(8), { dtype: 'bf16' });
+// @ts-expect-error dtype is 'f32', 'f16' or 'bf16'
+attn.loadSafetensors(new Uint8Array(8), { dtype: 'f64' });
+// @ts-expect-error bfloat16 tensors hold Uint16Array words, not floats
+const notBfloats: Float32Array | undefined = attn.loadSafetensors(new Uint8Array(8), { dtype: 'bf16' }).get('w')?.data;
 // @ts-expect-error constructor arguments are read-only
 mha.embedDim = 16;
 // @ts-expect-error training is switched with train() / eval()
@@ -197,3 +199,19 @@ try {
 console.log(wrongKind);
 // @ts-expect-error Linear writes into a Float32Array only
 new attn.Linear(4, 4).forward({ data: new Float32Array(4), shape: [1, 4] }, { out: new Float64Array(4) });
+
+// ---- attention-wasm/models ----------------------------------------------------------------------
+import { openModel } from 'attention-wasm/models';
+const opened = await openModel(await init(), './folder');
+// @ts-expect-error dtype is one of 'auto', 'f32', 'f16', 'bf16'
+await openModel(await init(), './folder', { dtype: 'q8' });
+// @ts-expect-error a source is a path, Files or a Map
+await openModel(await init(), 42);
+// @ts-expect-error logits is 'last', 'all' or 'none'
+await opened.forward([1], { logits: 'first' });
+// @ts-expect-error misspelt option
+await opened.forward([1], { outputAttention: true });
+// @ts-expect-error project needs the layer
+await opened.project({ data: new Float32Array(4), shape: [1, 1, 4] }, {});
+// @ts-expect-error generate takes one sequence of ids
+await opened.generate('hello');

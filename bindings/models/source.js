@@ -1,0 +1,88 @@
+// A model folder as byte ranges: a folder path (Node), the Files of a folder input or a drop, or a
+// Map of file name → Blob | Uint8Array | ArrayBuffer. Nothing is read whole: each read asks for
+// [begin, end) of one file (a file handle's read in Node, Blob.slice in a page), as llama.cpp's
+// loader reads tensors where they lie.
+import { AttentionError, describe } from '../errors.js';
+
+// A file's name without the folder path a browser prefixes (webkitRelativePath) or a path's folders.
+const baseName = (name) => name.split(/[\\/]/).pop();
+
+const isBlob = (value) => typeof Blob !== 'undefined' && value instanceof Blob;
+
+/** The bytes [begin, end) of a Blob. */
+async function blobRange(blob, begin, end) {
+  return new Uint8Array(await blob.slice(begin, end).arrayBuffer());
+}
+
+// Files held in memory or as Blobs, by name: { name → Blob | Uint8Array }.
+function memorySource(entries) {
+  const files = new Map();
+  for (const [name, value] of entries) {
+    const bytes = value instanceof ArrayBuffer ? new Uint8Array(value) : value;
+    if (!isBlob(bytes) && !(bytes instanceof Uint8Array))
+      throw new AttentionError(`source.get('${name}')`, 'a Blob, Uint8Array or ArrayBuffer', describe(value));
+    files.set(baseName(name), bytes);
+  }
+  return {
+    names: [...files.keys()],
+    size: (name) => (isBlob(files.get(name)) ? files.get(name).size : files.get(name).byteLength),
+    read: async (name, begin, end) => {
+      const file = files.get(name);
+      return isBlob(file) ? blobRange(file, begin, end) : file.subarray(begin, end);
+    },
+    close: async () => {},
+  };
+}
+
+// A folder on disk, read through file handles opened once and closed by close().
+async function folderSource(path) {
+  const { readdir, open, stat } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  const folder = path instanceof URL || path.startsWith('file:') ? fileURLToPath(path) : path;
+  let names;
+  try {
+    names = await readdir(folder);
+  } catch (error) {
+    throw new AttentionError('source', 'a folder that holds a Hugging Face checkpoint', `${describe(folder)} (${error.code ?? error.message})`);
+  }
+  const sizes = new Map();
+  const handles = new Map();
+  for (const name of names) {
+    const info = await stat(join(folder, name));
+    if (info.isFile()) sizes.set(name, info.size);
+  }
+  return {
+    names: [...sizes.keys()],
+    size: (name) => sizes.get(name),
+    read: async (name, begin, end) => {
+      if (!handles.has(name)) handles.set(name, open(join(folder, name), 'r'));
+      const handle = await handles.get(name);
+      const bytes = new Uint8Array(end - begin);
+      let done = 0;
+      while (done < bytes.length) {
+        const { bytesRead } = await handle.read(bytes, done, bytes.length - done, begin + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+      return done === bytes.length ? bytes : bytes.subarray(0, done);
+    },
+    close: async () => {
+      const open = [...handles.values()];
+      handles.clear();
+      await Promise.all(open.map(async (handle) => (await handle).close()));
+    },
+  };
+}
+
+/**
+ * `source` as { names, size(name), read(name, begin, end) → Promise<Uint8Array>, close() }: a read
+ * past a file's end returns fewer bytes (the caller says what is missing).
+ */
+export async function openSource(source) {
+  if (typeof source === 'string' || source instanceof URL) return folderSource(source);
+  if (source instanceof Map) return memorySource(source);
+  const files = source && typeof source === 'object' && typeof source[Symbol.iterator] === 'function' ? [...source] : null;
+  if (files && files.every(isBlob)) return memorySource(files.map((file) => [file.webkitRelativePath || file.name, file]));
+  throw new AttentionError('source', "a folder path (Node), the Files of a folder (File[] or FileList) or a Map of file name → Blob | Uint8Array | ArrayBuffer", describe(source));
+}
