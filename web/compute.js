@@ -43,7 +43,7 @@ export async function computeNeuron(selection) {
   return reply.numbers;
 }
 
-/** Opens a Hugging Face model folder's files in the worker → its reply (models/folder.js). */
+/** Opens a Hugging Face model folder's files in the worker → its reply (model-folder.js). */
 export function openModel(files) {
   return ask({ type: 'openModel', files: Array.from(files) });
 }

@@ -27,7 +27,7 @@ export const stillGenerating = () => generating;
 
 function syncGenerateButton() {
   dom.generate.textContent = generating > 0 ? 'Stop' : `Generate ${GENERATE_COUNT} characters`;
-  // Generation keeps every row of weights, up to the other kinds' length (runner.js).
+  // Each generation step shows every row of weights, up to the other kinds' length (runner.js).
   const full = shown?.kind === 'model' && shown.n >= MAX_TOKENS;
   dom.generate.disabled = generating === 0 && Boolean(full);
   dom.generate.title = full ? `Generation runs up to ${MAX_TOKENS} characters.` : '';
@@ -54,7 +54,7 @@ export function showModel(result) {
   // A character generated from the text as it was asked for; typed over since, it is dropped.
   if (model.generated !== null && textValue() === result.request.sentences[0].join('')) {
     writeText(textValue() + model.generated);
-    dom.decodeTime.textContent = `${result.forwardMs.toFixed(2)} ms (f16 KV cache, ${result.n} tokens)`;
+    dom.decodeTime.textContent = `${result.phases.generate.toFixed(2)} ms (model.generate: prefill and one step, f16 KV caches, ${result.n} tokens)`;
     // Generation stops at MAX_TOKENS characters (runner.js), however many were asked for.
     generating = result.n < MAX_TOKENS ? Math.max(0, generating - 1) : 0;
     if (generating > 0) requestUpdate(true);

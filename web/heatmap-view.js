@@ -9,7 +9,7 @@ import { PAD } from './embeddings.js';
 import { MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
 import { colourOf, drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
 import { drawLines } from './lines.js';
-import { MIN_SPAN } from './models/scores.js';
+import { MIN_SPAN } from './scores.js';
 import { NeuronView } from './neuron-view.js';
 import { headAverage } from './checks.js';
 import { customEditing, isCustomCell, setCustomCell } from './controls-view.js';

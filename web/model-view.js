@@ -47,8 +47,8 @@ export function bindModelView() {
     progress.hidden = false;
     progress.max = total;
     progress.value = done;
-    if (phase === 'loading') setStatus('busy', 'Building the model…');
-    else setStatus('busy', `Reading the weights: ${(done / 2 ** 20).toFixed(1)} of ${(total / 2 ** 20).toFixed(1)} MiB`);
+    if (phase === 'loading') setStatus('busy', `Packing the weights: layer ${done} of ${total}`);
+    else setStatus('busy', `Reading the weights' headers (${(total / 2 ** 20).toFixed(1)} MiB of weights)`);
   });
 
   async function open(files) {
@@ -62,10 +62,11 @@ export function bindModelView() {
     if (!reply.ok) {
       setStatus('error', `This folder cannot be opened: ${reply.message}.`);
     } else {
-      const { name, modelType, layers, heads, dtype } = reply;
+      const { name, modelType, layers, heads, dtype, streamed } = reply;
       setOpenedModel({ name, modelType, layers, heads, dtype });
       guide(false);
-      setStatus('ready', `${name} (${modelType}, ${dtype}): ${layers} layers × ${heads} heads. Type your text above.`);
+      const read = streamed ? ', read layer by layer from the files at each update' : '';
+      setStatus('ready', `${name} (${modelType}, ${dtype}${read}): ${layers} layers × ${heads} heads. Type your text above.`);
     }
     resetZoom();
     requestUpdate();

@@ -5,14 +5,21 @@
 // embeddings (kindNeuron). No DOM.
 import { embed, padBatch } from './embeddings.js';
 import { maskedCells } from './masks.js';
-import { matmulTransposed } from './model.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
 
-/** rows [r, inner] · (rows first … first + out − 1 of w [·, inner])ᵀ, plus bias[first …] → [r, out]. */
-function project(rows, w, inner, first, out, bias = null) {
-  const y = matmulTransposed(rows, w.subarray(first * inner, (first + out) * inner), rows.length / inner, inner, out);
-  if (bias) for (let k = 0; k < y.length; k++) y[k] += bias[first + (k % out)];
-  return y;
+/**
+ * rows [r, inner] · (rows first … first + out − 1 of w [·, inner])ᵀ, plus bias[first …] → [r, out]:
+ * the package's Linear over those rows of the weight.
+ */
+function project(attn, rows, w, inner, first, out, bias = null) {
+  const linear = new attn.Linear(inner, out, { bias: bias !== null });
+  try {
+    const weight = { data: w.subarray(first * inner, (first + out) * inner), shape: [out, inner] };
+    linear.loadStateDict(bias ? { weight, bias: { data: bias.subarray(first, first + out), shape: [out] } } : { weight });
+    return linear.forward({ data: rows, shape: [rows.length / inner, inner] }).data;
+  } finally {
+    linear.dispose();
+  }
 }
 
 const dot = (a, b, bOffset, d) => {
@@ -48,14 +55,22 @@ export function finishNeuron({ q, keys, terms, scale, softcap = null, masked, va
 }
 
 /**
- * A model's neuron view (the trained model's, web/model.js, or an opened Hugging Face model's,
- * web/models/): head `head` of layer `layer` for query `query`, from what the layer's attention
- * reads, `parts` (the model's attentionParts: q, k, v [1, heads or kvHeads, t, d], scale, softcap,
- * window, causal, about).
- * → finishNeuron's numbers (q and keys as the block scores them) and kvHead.
+ * What q and k are in a model of `model.modelType`, for the neuron view's line.
  */
-export function modelNeuron(parts, layer, head, query) {
-  const { scale, softcap, window, causal, about } = parts;
+export function aboutParts({ modelType }) {
+  if (modelType === 'gpt2') return 'positions learned (wpe), added to the input';
+  if (modelType === 'bert') return 'bidirectional; positions learned, added to the input';
+  return `q and k after ${['qwen3', 'gemma3_text', 'olmo2'].includes(modelType) ? 'QK-norm and ' : ''}RoPE`;
+}
+
+/**
+ * A model's neuron view (the trained model's or an opened Hugging Face model's): head `head` of
+ * layer `layer` for query `query`, from what the layer's attention reads, `parts` (the package's
+ * model.project: q, k, v [1, heads or kvHeads, t, d], scale, softcap, window, causal), `about`
+ * saying what q and k are. → finishNeuron's numbers (q and keys as the block scores them) and kvHead.
+ */
+export function modelNeuron(parts, layer, head, query, about) {
+  const { scale, softcap, window, causal } = parts;
   const [, heads, t, d] = parts.query.shape;
   const kvHead = Math.floor(head / (heads / parts.key.shape[1])); // its key/value head
   const rows = (tensor, h) => tensor.data.subarray(h * t * d, (h + 1) * t * d);
@@ -73,10 +88,11 @@ export function modelNeuron(parts, layer, head, query) {
 }
 
 /**
- * selection: { request (a compute request of runner.js, seeded weights), sentence, head, query };
+ * attn: the package instance (its Linear projects); selection: { request (a compute request of
+ * runner.js, seeded weights), sentence, head, query };
  * P: RelativeMultiHeadAttention's relative positions each side.
  */
-export function kindNeuron({ request, sentence, head, query }, P) {
+export function kindNeuron(attn, { request, sentence, head, query }, P) {
   const { kind, config, seed } = request;
   if (request.fileId !== null) throw new Error('The neuron view reads the seeded weights; weights loaded from a file stay in the worker\'s module.');
   const tokens = padBatch(request.sentences);
@@ -102,9 +118,9 @@ export function kindNeuron({ request, sentence, head, query }, P) {
     const w = sd.in_proj_weight.data;
     const b = sd.in_proj_bias.data;
     const x = embed(tokens[sentence], E).data;
-    const q = project(x.subarray(query * E, (query + 1) * E), w, E, head * d, d, b);
-    const keys = project(x, w, E, E + head * d, d, b);
-    const values = project(x, w, E, 2 * E + head * d, d, b);
+    const q = project(attn, x.subarray(query * E, (query + 1) * E), w, E, head * d, d, b);
+    const keys = project(attn, x, w, E, E + head * d, d, b);
+    const values = project(attn, x, w, E, 2 * E + head * d, d, b);
     const dots = Float32Array.from({ length: L }, (_, j) => dot(q, keys, j * d, d));
     return finishNeuron({ q, keys, terms: [{ name: 'q·k', values: dots }], scale: 1 / Math.sqrt(d), masked, values, describe: `head ${head + 1} of ${H} · d = ${d}, scale 1/√${d}` });
   }
@@ -112,8 +128,8 @@ export function kindNeuron({ request, sentence, head, query }, P) {
     const { d, hiddenSize: h } = config;
     const sd = additiveParameters(config, seed);
     const x = embed(tokens[sentence], d).data;
-    const q = project(x.subarray(query * d, (query + 1) * d), sd['W_q.weight'].data, d, 0, h);
-    const keys = project(x, sd['W_k.weight'].data, d, 0, h);
+    const q = project(attn, x.subarray(query * d, (query + 1) * d), sd['W_q.weight'].data, d, 0, h);
+    const keys = project(attn, x, sd['W_k.weight'].data, d, 0, h);
     const wv = sd['W_v.weight'].data;
     const scores = Float32Array.from({ length: L }, (_, j) => {
       let sum = 0;
@@ -127,9 +143,9 @@ export function kindNeuron({ request, sentence, head, query }, P) {
     const d = E / H;
     const sd = relativeParameters({ ...config, P }, seed);
     const x = embed(tokens[sentence], E).data;
-    const q = project(x.subarray(query * E, (query + 1) * E), sd['query.linear.weight'].data, E, head * d, d);
-    const keys = project(x, sd['key.linear.weight'].data, E, head * d, d);
-    const values = project(x, sd['value.linear.weight'].data, E, head * d, d, sd['value.linear.bias'].data);
+    const q = project(attn, x.subarray(query * E, (query + 1) * E), sd['query.linear.weight'].data, E, head * d, d);
+    const keys = project(attn, x, sd['key.linear.weight'].data, E, head * d, d);
+    const values = project(attn, x, sd['value.linear.weight'].data, E, head * d, d, sd['value.linear.bias'].data);
     const u = sd.query_pos_bias.data.subarray(head * d, (head + 1) * d);
     const R = sd.key_pos_embeddings.data;
     const positionBias = sd.key_pos_bias.data;

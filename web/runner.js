@@ -10,10 +10,9 @@ import { MAX_TOKENS, OPENED_MAX_TOKENS, embed, mulberry32, padBatch } from './em
 import { binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { checkCausalRows, checkRows, noFindings } from './checks.js';
-import { Generation } from './model.js';
-import { openModelFolder } from './models/folder.js';
-import { HeadScorer, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from './models/scores.js';
-import { kindNeuron, modelNeuron } from './neuron.js';
+import { openModelFolder } from './model-folder.js';
+import { HeadScorer, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from './scores.js';
+import { aboutParts, kindNeuron, modelNeuron } from './neuron.js';
 import { additiveParameters, multiheadParameters, relativeParameters } from './parameters.js';
 
 /** RelativeMultiHeadAttention's P: relative positions each side; n and m may not exceed it. */
@@ -57,11 +56,10 @@ export class AttentionRunner {
     this.attn = attn;
     this.cached = null; // { key, module }
     this.fileModule = null; // { id, module }
-    this.model = null; // the trained model (setModel), its head scores and a generation under way
+    this.model = null; // the trained model (setModel) and its head scores
     this.modelError = null;
     this.headScores = null;
     this.opened = null; // the Hugging Face model folder opened (openFolder) and its head scores
-    this.generation = null;
     this.lastForward = null; // see modelForward()
     this.neuronLayer = null; // see neuronParts()
     this.spare = null; // pictures the page gave back (worker.js's 'recycle'), for pictureArray()
@@ -103,82 +101,59 @@ export class AttentionRunner {
   }
 
   /**
-   * Takes the trained model (a CharModel) and scores its heads once: induction and previous-token
-   * scores on random characters repeated twice (REPEAT_PERIOD of them, then the same again;
-   * tests/fixtures/demo_model_fixture.py draws the same ones).
+   * Takes the trained model (model.js's TrainedModel) and scores its heads once: induction and
+   * previous-token scores on random characters repeated twice (REPEAT_PERIOD of them, then the same
+   * again; tests/fixtures/demo_model_fixture.py draws the same ones).
    */
-  setModel(model) {
-    this.model = model;
+  async setModel(trained) {
+    this.model = trained;
     this.neuronLayer = null;
+    this.lastForward = null;
     const random = mulberry32(REPEAT_SEED);
     const half = Array.from({ length: REPEAT_PERIOD }, () => REPEAT_ALPHABET[Math.floor(random() * REPEAT_ALPHABET.length)]).join('');
-    const ids = model.encode(half + half);
-    this.headScores = headScores(model.forward(ids, { needWeights: true }).weights, model.heads, repeatTargets(ids.length, REPEAT_PERIOD)).flat();
+    const ids = trained.encode(half + half);
+    const { attentions } = await trained.model.forward(ids, { outputAttentions: true, logits: 'none' });
+    this.headScores = headScores(attentions.map((layer) => layer.data), trained.model.heads, repeatTargets(ids.length, REPEAT_PERIOD)).flat();
   }
 
   /**
-   * Opens a Hugging Face model folder's files (models/folder.js), disposing the last one first so
+   * Opens a Hugging Face model folder's files (model-folder.js), disposing the last one first so
    * that its memory is back before the new one loads, and scores its heads on the standard
    * sequence: random tokens from the middle of the vocabulary (special tokens sit at its ends),
    * repeated once, as long as the model's positions allow (up to 2 × 50).
-   * → { name, modelType, layers, heads, dtype, standardLength }
+   * → { name, modelType, layers, heads, dtype, streamed, standardLength }
    */
   async openFolder(files, onProgress) {
-    this.opened?.folder.dispose();
+    await this.opened?.folder.dispose();
     this.opened = null;
     this.neuronLayer = null; // it holds the last model: its tables would stay in memory
     const folder = await openModelFolder(this.attn, files, { onProgress });
     const { model } = folder;
     const length = Math.min(50, Math.floor(model.maxPositions / 2));
     const ids = repeatedRandomIds(Math.floor(0.1 * model.vocabSize), Math.ceil(0.9 * model.vocabSize), length);
-    const { attentions } = model.forward(ids, { needWeights: true, logits: 'none' });
-    this.opened = { folder, standardScores: headScores(attentions, model.heads, repeatTargets(ids.length, length)).flat(), standardLength: length };
-    return { name: folder.name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype: folder.dtype, standardLength: length };
+    const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none' });
+    this.opened = { folder, standardScores: headScores(attentions.map((layer) => layer.data), model.heads, repeatTargets(ids.length, length)).flat(), standardLength: length };
+    return { name: folder.name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype: model.dtype, streamed: model.streamed, standardLength: length };
   }
 
-  /**
-   * The model's next token after `text`, greedily, through the f16 caches of the generation under
-   * way when `text` is where that generation stands (else a new one, prefilled with `text`).
-   */
-  generate(text) {
+  /** The trained model's next token after `text`, greedily, through f16 KV caches (model.generate). */
+  async generate(text) {
     const ids = this.model.encode(text);
-    const current = this.generation;
-    if (!current || current.ids.length !== ids.length || current.ids.some((id, i) => id !== ids[i])) {
-      current?.dispose();
-      this.generation = new Generation(this.model, ids, MAX_TOKENS);
-    }
-    return this.generation.step();
+    const [id] = (await this.model.model.generate(ids, { maxNewTokens: 1, cacheDtype: 'f16', eosTokenId: [] })).slice(ids.length);
+    return id;
   }
 
   /**
-   * The model's forward over `text`, kept for the next request on the same text (a zoom, the
-   * neuron view): { text, length, inputs: each layer's attention input [t, width], keys and values:
-   * each layer's [1, kvHeads, t, headDim] after RoPE (f32), next: the next-token logits }. Text
-   * added to the end of the last one (typed, repeated) runs only the new characters, after the
-   * last one's keys and values.
+   * The trained model's forward over `text`, kept for the next request on the same text (a zoom,
+   * the neuron view): { text, length, ids, hidden: each layer's input [1, t, width] (forward's
+   * hiddenStates), next: the next-token logits }.
    */
-  modelForward(text) {
+  async modelForward(text) {
     const last = this.lastForward;
     if (last?.text === text) return last;
-    const { model } = this;
-    const ids = model.encode(text);
-    const kept = last && text.startsWith(last.text) ? last.length : 0;
-    const caches = model.createCaches(ids.length, 'f32');
-    try {
-      if (kept) caches.forEach((cache, layer) => cache.append(last.keys[layer], last.values[layer]));
-      const { logits, attentionInputs } = model.forward(ids.subarray(kept), { caches, logits: 'last' });
-      this.lastForward = {
-        text,
-        length: ids.length,
-        inputs: kept ? attentionInputs.map((rows, layer) => joined(last.inputs[layer], rows)) : attentionInputs,
-        ids,
-        keys: caches.map((cache) => cache.keys()),
-        values: caches.map((cache) => cache.values()),
-        next: logits,
-      };
-    } finally {
-      for (const cache of caches) cache.dispose();
-    }
+    const ids = this.model.encode(text);
+    const { logits, hiddenStates } = await this.model.model.forward(ids, { outputHiddenStates: true });
+    this.lastForward = { text, length: ids.length, ids, hidden: hiddenStates, next: logits.data };
     return this.lastForward;
   }
 
@@ -186,33 +161,34 @@ export class AttentionRunner {
    * The neuron view's numbers (neuron.js) for { kind: 'model' | 'opened', text, layer, head, query }
    * or, for the other kinds, { kind, request, sentence, head, query }.
    */
-  neuron(selection) {
+  async neuron(selection) {
     const { kind, text, layer, head, query } = selection;
-    if (kind !== 'model' && kind !== 'opened') return kindNeuron(selection, RELATIVE_P);
-    return modelNeuron(this.neuronParts(kind, text, layer), layer, head, query);
+    if (kind !== 'model' && kind !== 'opened') return kindNeuron(this.attn, selection, RELATIVE_P);
+    const { parts, model } = await this.neuronParts(kind, text, layer);
+    return modelNeuron(parts, layer, head, query, aboutParts(model));
   }
 
   /**
    * What layer `layer` of the trained (`kind` 'model') or the opened model ('opened') reads over
-   * `text` (the model's attentionParts), from its forward's attention inputs: the trained model's
+   * `text` (the package's model.project), from its forward's hidden states: the trained model's
    * kept forward, or for the opened model a forward of its own on the first neuron asked of a text
-   * (every layer's inputs, up to 120 MB at 512 tokens of a 2B model: held only once the neuron
-   * view is used). The last layer's parts are kept for the next query pointed at.
+   * (every layer's input, held only once the neuron view is used). The last layer's parts are kept
+   * for the next query pointed at.
    */
-  neuronParts(kind, text, layer) {
+  async neuronParts(kind, text, layer) {
     if (kind === 'opened' && !this.opened) throw new Error('No model folder is open.');
-    const model = kind === 'model' ? this.model : this.opened.folder.model;
+    const model = kind === 'model' ? this.model.model : this.opened.folder.model;
     const kept = this.neuronLayer;
-    if (kept?.model === model && kept.text === text && kept.layer === layer) return kept.parts;
-    let inputs;
-    if (kind === 'model') inputs = this.modelForward(text).inputs;
-    else if (this.opened.forward?.text === text) inputs = this.opened.forward.inputs;
+    if (kept?.model === model && kept.text === text && kept.layer === layer) return kept;
+    let hidden;
+    if (kind === 'model') hidden = (await this.modelForward(text)).hidden;
+    else if (this.opened.forward?.text === text) hidden = this.opened.forward.hidden;
     else {
-      inputs = model.forward(Int32Array.from(this.opened.folder.tokenizer.encode(text).ids), { logits: 'none', needInputs: true }).attentionInputs;
-      this.opened.forward = { text, inputs };
+      hidden = (await model.forward(this.opened.folder.tokenizer.encode(text).ids, { logits: 'none', outputHiddenStates: true })).hiddenStates;
+      this.opened.forward = { text, hidden };
     }
-    this.neuronLayer = { model, text, layer, parts: model.attentionParts(inputs[layer], layer) };
-    return this.neuronLayer.parts;
+    this.neuronLayer = { model, text, layer, parts: await model.project(hidden[layer], { layer }) };
+    return this.neuronLayer;
   }
 
   /** An array of `length` zeros for the model's pictures: the page's spare one when it fits. */
@@ -223,7 +199,7 @@ export class AttentionRunner {
   }
 
   /** See compute(), computeModel() and computeOpened(). */
-  run(request) {
+  async run(request) {
     if (request.kind === 'model') return computeModel(this, request);
     if (request.kind === 'opened') return computeOpened(this, request);
     return compute(this, request);
@@ -255,56 +231,41 @@ let chunkWeights = null; // modelPictures()' array for them
 /**
  * The trained model over request.sentences[0] (its characters), every layer's heads as one
  * [layers · heads, rows, cols] picture of request.window (grid.js; null = the whole map);
- * with request.generate, one more token first (see generate()).
+ * with request.generate, one more character first (AttentionRunner#generate), then the same.
  */
-function computeModel(runner, request) {
-  const { model } = runner;
-  if (!model) throw new Error(runner.modelError ?? 'The trained model is still loading.');
+async function computeModel(runner, request) {
+  const trained = runner.model;
+  if (!trained) throw new Error(runner.modelError ?? 'The trained model is still loading.');
+  const { model } = trained;
   const started = performance.now();
-  const text = request.sentences[0].join('');
-  let pictures;
-  let next;
+  let text = request.sentences[0].join('');
   let generated = null;
-  let forwardMs;
-  let tokens;
-  let textScores;
-  const phases = {}; // ms: the forward (or a text seen before: none) and the pictures of the window
+  const phases = {}; // ms: the generated character, the forward (or a text seen before: none) and the pictures of the window
   if (request.generate) {
-    // Generation keeps every row of weights of every head, so it stays at the other kinds' length.
     const length = request.sentences[0].length; // characters (text.length counts UTF-16 units)
     if (length >= MAX_TOKENS) throw new Error(`Generation runs up to ${MAX_TOKENS} characters; the text has ${length}.`);
-    const { id, stepMs } = runner.generate(text);
-    const generation = runner.generation;
-    generated = model.vocab[id];
-    forwardMs = stepMs;
-    const t = generation.ids.length;
-    pictures = { grid: gridOf(t, t), weights: generation.weights(), checks: null };
-    next = generation.next;
-    tokens = Array.from(model.decode(generation.ids));
-    const plane = model.heads * t * t;
-    const attentions = Array.from({ length: model.layers }, (_, layer) => pictures.weights.subarray(layer * plane, (layer + 1) * plane));
-    textScores = headScores(attentions, model.heads, inductionTargets(generation.ids)).flat();
-  } else {
-    const forwardStarted = performance.now();
-    const forward = runner.modelForward(text);
-    const picturesStarted = performance.now();
-    phases.forward = picturesStarted - forwardStarted;
-    const grid = gridOf(forward.length, forward.length, request.window);
-    // The scores on the text need every row: a window of all of them scores them once per text.
-    const scorer = forward.textScores || grid.row > 0 || grid.rowEnd < forward.length
-      ? null : new HeadScorer(model.layers, model.heads, inductionTargets(forward.ids));
-    pictures = modelPictures(model, forward, grid, scorer, runner.pictureArray(model.layers * model.heads * grid.rows * grid.cols));
-    if (scorer) forward.textScores = scorer.scores().flat();
-    phases.pictures = performance.now() - picturesStarted;
-    forwardMs = performance.now() - forwardStarted;
-    next = forward.next;
-    tokens = request.sentences[0];
-    textScores = forward.textScores ?? null;
+    generated = trained.vocab[await runner.generate(text)];
+    text += generated;
+    phases.generate = performance.now() - started;
   }
+  const forwardStarted = performance.now();
+  const forward = await runner.modelForward(text);
+  const picturesStarted = performance.now();
+  phases.forward = picturesStarted - forwardStarted;
+  const grid = gridOf(forward.length, forward.length, request.generate ? null : request.window);
+  // The scores on the text need every row: a window of all of them scores them once per text.
+  const scorer = forward.textScores || grid.row > 0 || grid.rowEnd < forward.length
+    ? null : new HeadScorer(model.layers, model.heads, inductionTargets(forward.ids));
+  const pictures = await modelPictures(runner.attn, model, forward, grid, scorer, runner.pictureArray(model.layers * model.heads * grid.rows * grid.cols));
+  if (scorer) forward.textScores = scorer.scores().flat();
+  phases.pictures = performance.now() - picturesStarted;
+  const forwardMs = performance.now() - forwardStarted;
+  const next = forward.next;
+  const tokens = Array.from(text);
+  const textScores = forward.textScores ?? null;
   const t = tokens.length;
   const H = model.layers * model.heads;
-  const { hidden_size: width, num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim } = model.config;
-  const options = request.generate ? '{ cache, needWeights: true }' : '{ cache }, then cache.attend(q, { needWeights: true })';
+  const { hidden_size: width } = model.config;
   return {
     kind: 'model',
     tokens: [tokens],
@@ -322,8 +283,8 @@ function computeModel(runner, request) {
     outputMaxAbs: null,
     fullyMasked: [],
     weightsShape: [1, H, pictures.grid.rows, pictures.grid.cols],
-    outputShape: [1, request.generate ? 1 : t, width],
-    call: `new GroupedQueryAttention(${width}, ${heads}, ${kvHeads}, { headDim: ${headDim} }).forward(x [1, ${request.generate ? 1 : t}, ${width}], ${options}) in each of ${model.layers} layers`,
+    outputShape: [1, t, width],
+    call: `model.forward(ids [${t}], { outputHiddenStates: true }), then per layer model.project(hiddenStates[layer], { layer }) and KVCache.attend(q, { needWeights: true })${request.generate ? `, after model.generate(ids, { maxNewTokens: 1, cacheDtype: 'f16' })` : ''}`,
     forwardMs,
     phases,
     workerMs: performance.now() - started,
@@ -335,7 +296,7 @@ function computeModel(runner, request) {
       scores: runner.headScores,
       standardLength: REPEAT_PERIOD,
       textScores,
-      next: topPredictions(next, model.vocab, TOP_PREDICTIONS),
+      next: topPredictions(next, trained.vocab, TOP_PREDICTIONS),
       generated,
     },
   };
@@ -346,7 +307,7 @@ function computeModel(runner, request) {
  * does (special tokens included): every layer's heads as [layers · heads, t, t], whole, written
  * there by the forward (one copy of them in the worker).
  */
-function computeOpened(runner, request) {
+async function computeOpened(runner, request) {
   if (!runner.opened) throw new Error('No model folder is open.');
   const started = performance.now();
   const { folder: { model, tokenizer, name }, standardScores, standardLength } = runner.opened;
@@ -360,7 +321,7 @@ function computeOpened(runner, request) {
   const weights = new Float32Array(H * plane);
   if (runner.opened.forward?.text !== request.text) runner.opened.forward = null; // another text's inputs (neuronParts)
   const forwardStarted = performance.now();
-  const { attentions } = model.forward(Int32Array.from(ids), { needWeights: true, logits: 'none', weightsInto: weights });
+  const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none', out: { attentions: weights } });
   const forwardMs = performance.now() - forwardStarted;
   const grid = gridOf(t, t);
   const masked = model.modelType === 'bert' ? new Uint8Array(plane) : causalCells(grid);
@@ -375,7 +336,7 @@ function computeOpened(runner, request) {
     n: t,
     m: t,
     grid,
-    embedDim: model.width,
+    embedDim: model.heads * model.headDim,
     extraKeys: [],
     weights,
     masked,
@@ -383,8 +344,8 @@ function computeOpened(runner, request) {
     outputMaxAbs: null,
     fullyMasked: [],
     weightsShape: [1, H, t, t],
-    outputShape: [1, t, model.width],
-    call: `${name}: model.forward(ids [${t}], { needWeights: true }), every layer's weights [${model.heads}, ${t}, ${t}]`,
+    outputShape: [1, t, model.heads * model.headDim],
+    call: `${name}: model.forward(ids [${t}], { outputAttentions: true }), every layer's weights [1, ${model.heads}, ${t}, ${t}]`,
     forwardMs,
     phases: {},
     workerMs: performance.now() - started,
@@ -396,7 +357,7 @@ function computeOpened(runner, request) {
       heads: model.heads,
       scores: standardScores,
       standardLength,
-      textScores: headScores(attentions, model.heads, inductionTargets(ids)).flat(),
+      textScores: headScores(attentions.map((layer) => layer.data), model.heads, inductionTargets(ids)).flat(),
       next: null,
       generated: null,
     },
@@ -405,35 +366,32 @@ function computeOpened(runner, request) {
 
 /**
  * Every head's weights over `grid` of the model's [t, t] map, max-pooled into the grid's cells,
- * from a forward (AttentionRunner#modelForward): per layer, the window's query rows (projected
- * and rotated at once: model.attentionParts) attend chunk by chunk through a KVCache of the
- * layer's keys and values, truncated to the keys up to each chunk's last row (the rest are hidden
- * by the causal mask). Only the window's rows are computed; the checks cover every one of them, and
- * `scorer` (a HeadScorer) takes them when given. `weights`: zeros to pool into.
- * → { grid, weights [layers · heads, rows, cols], checks }
+ * from a forward (AttentionRunner#modelForward): per layer, what the layer's attention reads
+ * (model.project of its input: q, k and v after RoPE), the keys and values in a KVCache, the
+ * window's query rows attending chunk by chunk, the cache truncated to the keys up to each chunk's
+ * last row (the rest are hidden by the causal mask). Only the window's rows are computed; the
+ * checks cover every one of them, and `scorer` (a HeadScorer) takes them when given. `weights`:
+ * zeros to pool into. → { grid, weights [layers · heads, rows, cols], checks }
  */
-export function modelPictures(model, forward, grid, scorer = null, weights = new Float32Array(model.layers * model.heads * grid.rows * grid.cols)) {
-  const { heads } = model;
+export async function modelPictures(attn, model, forward, grid, scorer = null, weights = new Float32Array(model.layers * model.heads * grid.rows * grid.cols)) {
+  const { heads, kvHeads, headDim: d } = model;
   const cells = grid.rows * grid.cols;
   const checks = noFindings();
-  const d = model.config.head_dim;
   const windowRows = grid.rowEnd - grid.row;
   // attend() writes each chunk into these, reused chunk after chunk (and the weights' from one
   // update to the next): fresh arrays would cost more than the attention (memory to fault in).
   const out = { weights: chunkWeights ??= new Float32Array(CHUNK_WEIGHTS), output: new Float32Array(heads * windowRows * d) };
   const chunkQueries = new Float32Array(heads * windowRows * d); // a chunk's rows of every head
-  for (let layer = 0; layer < model.layers; layer++) {
-    const cache = model.blocks[layer].attention.createCache(forward.length, { dtype: 'f32' });
-    try {
-      cache.append(forward.keys[layer], forward.values[layer]);
-      // The window's queries at once, [1, heads, windowRows, d], as the block rotated them.
-      const { query } = model.attentionParts(forward.inputs[layer].subarray(grid.row * model.width, grid.rowEnd * model.width), layer,
-        Int32Array.from({ length: windowRows }, (_, i) => grid.row + i));
+  const cache = new attn.KVCache({ heads: kvHeads, headDim: d, maxLength: forward.length });
+  try {
+    for (let layer = 0; layer < model.layers; layer++) {
+      const { query, key, value } = await model.project(forward.hidden[layer], { layer });
+      cache.reset().append(key, value);
       for (let end = grid.rowEnd; end > grid.row;) {
         const count = Math.min(end - grid.row, Math.max(1, Math.floor(CHUNK_WEIGHTS / (heads * end))));
         const first = end - count;
         for (let h = 0; h < heads; h++) {
-          const rows = (h * windowRows + first - grid.row) * d;
+          const rows = (h * forward.length + first) * d;
           chunkQueries.set(query.data.subarray(rows, rows + count * d), h * count * d);
         }
         cache.truncate(end);
@@ -451,9 +409,9 @@ export function modelPictures(model, forward, grid, scorer = null, weights = new
         }
         end = first;
       }
-    } finally {
-      cache.dispose();
     }
+  } finally {
+    cache.dispose();
   }
   return { grid, weights, checks };
 }

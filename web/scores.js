@@ -6,7 +6,7 @@
 // (the spans it repeats: inductionTargets) and on a standard sequence, random tokens repeated once
 // (repeatTargets: every second-half query has its earlier occurrence one period back).
 // No DOM.
-import { mulberry32 } from '../embeddings.js';
+import { mulberry32 } from './embeddings.js';
 
 /** A repeat counts from this many tokens: shorter ones (a letter pair, "of the") recur by chance. */
 export const MIN_SPAN = 3;

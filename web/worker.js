@@ -15,12 +15,13 @@
 //               { type: 'file', id, ok, message? }
 //               { type: 'result', id, result } | { type: 'error', id, message }
 //               { type: 'neuron', id, ok, numbers | message }
-//               { type: 'progress', phase, done, total }    while a model folder is read
+//               { type: 'progress', phase, done, total }    while a model folder opens (phase
+//                                                           'reading': bytes; 'loading': layers)
 //               { type: 'model', id, ok, message? | ...}    { name, modelType, layers, heads, dtype,
-//                                                           standardLength, memory: the package's
+//                                                           streamed, standardLength, memory: the package's
 //                                                           stats() }
 import { init } from '../dist/index.mjs';
-import { CharModel } from './model.js';
+import { TrainedModel } from './model.js';
 import { AttentionRunner } from './runner.js';
 
 let runner = null;
@@ -28,20 +29,20 @@ let attn = null;
 
 const describeError = (error) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
-async function fetchOk(name) {
+async function fetchBytes(name) {
   const response = await fetch(new URL(`./model/${name}`, import.meta.url));
   if (!response.ok) throw new Error(`model/${name}: HTTP ${response.status}`);
-  return response;
+  return [name, await response.arrayBuffer()];
 }
 
-/** The trained model (scripts/train_demo_model.py), its weights read by the package's loadSafetensors. */
+/** The trained model (scripts/train_demo_model.py): its folder opened by the package's openModel. */
 async function loadModel(attn) {
-  const [config, bytes] = await Promise.all([
-    fetchOk('config.json').then((response) => response.json()),
-    fetchOk('model.safetensors').then((response) => response.arrayBuffer()),
-  ]);
-  return new CharModel(attn, config, attn.loadSafetensors(new Uint8Array(bytes)));
+  return TrainedModel.open(attn, new Map(await Promise.all(['config.json', 'model.safetensors'].map(fetchBytes))));
 }
+
+// openModel's progress as the page's bar shows it: bytes while the headers are read, then layers.
+const progressOf = ({ phase, layer, layers, bytesRead, bytesTotal }) =>
+  (phase === 'reading' ? { phase, done: bytesRead, total: bytesTotal } : { phase, done: layer, total: layers });
 
 self.addEventListener('message', async ({ data: message }) => {
   if (message.type === 'init') {
@@ -51,7 +52,7 @@ self.addEventListener('message', async ({ data: message }) => {
       attn = await init({ threads: message.threads });
       runner = new AttentionRunner(attn);
       try {
-        runner.setModel(await loadModel(attn));
+        await runner.setModel(await loadModel(attn));
       } catch (error) {
         // The other kinds still work without it; the model's requests report this.
         runner.modelError = `The trained model did not load: ${describeError(error)}`;
@@ -74,14 +75,14 @@ self.addEventListener('message', async ({ data: message }) => {
     }
   } else if (message.type === 'neuron') {
     try {
-      const numbers = runner.neuron(message.selection);
+      const numbers = await runner.neuron(message.selection);
       self.postMessage({ type: 'neuron', id: message.id, ok: true, numbers });
     } catch (error) {
       self.postMessage({ type: 'neuron', id: message.id, ok: false, message: describeError(error) });
     }
   } else if (message.type === 'openModel') {
     try {
-      const info = await runner.openFolder(message.files, (p) => self.postMessage({ type: 'progress', ...p }));
+      const info = await runner.openFolder(message.files, (p) => self.postMessage({ type: 'progress', ...progressOf(p) }));
       self.postMessage({ type: 'model', id: message.id, ok: true, ...info, memory: attn.stats() });
     } catch (error) {
       self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message, memory: attn.stats() });
@@ -90,7 +91,7 @@ self.addEventListener('message', async ({ data: message }) => {
     runner.spare = message.weights;
   } else if (message.type === 'compute') {
     try {
-      const result = runner.run(message.request);
+      const result = await runner.run(message.request);
       const transfer = [result.weights, result.masked, result.outputMaxAbs]
         .filter(Boolean).map((array) => array.buffer);
       self.postMessage({ type: 'result', id: message.id, result }, transfer);

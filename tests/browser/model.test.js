@@ -8,12 +8,11 @@ import { test } from 'node:test';
 
 import { init } from '../../dist/index.mjs';
 import { VERSE_TEXT, lengthen } from '../../web/embeddings.js';
-import { CharModel } from '../../web/model.js';
+import { TrainedModel } from '../../web/model.js';
 import { assertRows, at, browserForFile, cellPoint, nextFrames, openDemo, readResult, update } from './chromium.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/demo_model.json', import.meta.url), 'utf8'));
-const MODEL_CONFIG = new URL('../../web/model/config.json', import.meta.url);
-const MODEL_WEIGHTS = new URL('../../web/model/model.safetensors', import.meta.url);
+const MODEL_FOLDER = new URL('../../web/model/', import.meta.url);
 
 const browser = browserForFile();
 
@@ -229,7 +228,7 @@ test('Generate: one character a step through the f16 KV caches, as PyTorch decod
   assert.deepEqual(result.tokens, [Array.from(fixture.continuation.text)]);
   assert.equal(result.requests.computed - result.requests.requested, 0, 'every step was computed');
   assertRows(result, 'after generation');
-  assert.match(await browser.page.textContent('#decode-time'), /^\d+\.\d\d ms \(f16 KV cache, \d+ tokens\)$/);
+  assert.match(await browser.page.textContent('#decode-time'), /^\d+\.\d\d ms \(model\.generate: prefill and one step, f16 KV caches, \d+ tokens\)$/);
   assert.equal(await browser.page.textContent('#generate'), 'Generate 32 characters');
   // What was generated is shown highlighted, and underlined in the coloured text.
   const generated = fixture.continuation.text.slice(fixture.prompt.length);
@@ -285,10 +284,11 @@ test('2048 characters: pictures of 4 × 4 tokens a cell, zoomed in down to the b
   assert.equal(await browser.page.textContent('#zoom-note'), 'queries 992–1055 × keys 992–1055');
   // At 64 × 64 the weights are published: the block's own, from a full forward in Node.
   const attn = await init();
-  const model = new CharModel(attn, JSON.parse(readFileSync(MODEL_CONFIG, 'utf8')), attn.loadSafetensors(readFileSync(MODEL_WEIGHTS)));
+  const trained = await TrainedModel.open(attn, MODEL_FOLDER);
   const [characters] = lengthen([Array.from(VERSE_TEXT)], 2048, 2048);
   assert.deepEqual(whole.tokens, [characters]);
-  const { weights } = model.forward(model.encode(characters.join('')), { needWeights: true });
+  const { attentions } = await trained.model.forward(trained.encode(characters.join('')), { outputAttentions: true, logits: 'none' });
+  const weights = attentions.map((layer) => layer.data);
   let maxError = 0;
   for (let layer = 0; layer < 2; layer++) {
     for (let head = 0; head < 4; head++) {
@@ -300,6 +300,7 @@ test('2048 characters: pictures of 4 × 4 tokens a cell, zoomed in down to the b
       }
     }
   }
+  await trained.dispose();
   attn.dispose();
   assert.ok(maxError <= 2e-5, `zoomed weights: max error ${maxError}`);
   const back = await update(browser.page, () => browser.page.click('#zoom-fit'), { timeout: 30_000 });

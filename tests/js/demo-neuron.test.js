@@ -32,20 +32,20 @@ const custom = (L) => Uint8Array.from({ length: L * L }, (_, k) => (k % 7 === 3 
 
 for (const [kind, config] of CASES) {
   const name = config.softcap ? `${kind} with a soft cap` : kind;
-  test(`${name}: the neuron view's softmax is the package's weights, under every mask`, () => {
+  test(`${name}: the neuron view's softmax is the package's weights, under every mask`, async () => {
     const sentences = sentencesOf('The cat sat on the mat.\nA dog barked!');
     const L = Math.max(...sentences.map((s) => s.length));
     for (const [causal, padding, withCustom] of [[false, false, false], [true, true, false], [false, true, true]]) {
       const request = {
         kind, sentences, config, seed: 7, fileId: null, causal, padding, custom: withCustom ? custom(L) : null,
       };
-      const result = runner.run(request);
+      const result = await runner.run(request);
       const { N, H, n, m } = result;
       for (let sentence = 0; sentence < N; sentence++) {
         for (const head of [0, H - 1]) {
           for (const query of [0, 3, n - 1]) {
             const what = `${name} causal ${causal} padding ${padding} custom ${withCustom}, sentence ${sentence}, head ${head}, query ${query}`;
-            const got = kindNeuron({ request, sentence, head, query }, MAX_TOKENS);
+            const got = kindNeuron(attn, { request, sentence, head, query }, MAX_TOKENS);
             const row = ((sentence * H + head) * n + query) * m;
             for (let j = 0; j < m; j++) {
               const want = result.weights[row + j];
@@ -77,7 +77,7 @@ test('relative: the score splits into the content and the position term', () => 
   const request = {
     kind: 'relative', sentences: sentencesOf('one two three four'), config: CONFIGS.relative, seed: 3, fileId: null, causal: false, padding: false, custom: null,
   };
-  const got = kindNeuron({ request, sentence: 0, head: 1, query: 2 }, MAX_TOKENS);
+  const got = kindNeuron(attn, { request, sentence: 0, head: 1, query: 2 }, MAX_TOKENS);
   assert.deepEqual(got.terms.map((term) => term.name), ['content (q+u)·k', 'position q·R + b']);
   const scale = 1 / Math.sqrt(8);
   for (let j = 0; j < 4; j++) {
@@ -88,5 +88,5 @@ test('relative: the score splits into the content and the position term', () => 
 
 test('weights loaded from a file: the neuron view says it cannot read them', () => {
   const request = { kind: 'mha', sentences: sentencesOf('a b'), config: CONFIGS.mha, seed: null, fileId: 1, causal: false, padding: false, custom: null };
-  assert.throws(() => kindNeuron({ request, sentence: 0, head: 0, query: 0 }, MAX_TOKENS), /seeded weights/);
+  assert.throws(() => kindNeuron(attn, { request, sentence: 0, head: 0, query: 0 }, MAX_TOKENS), /seeded weights/);
 });

@@ -1,10 +1,10 @@
-// The viewer's head scores (web/models/scores.js) on attention patterns whose scores are known:
+// The viewer's head scores (web/scores.js) on attention patterns whose scores are known:
 // a head that reads the previous token, an induction head on a repeated sequence, a uniform head,
 // a text without repeats; and the standard repeated random sequence.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { HeadScorer, MIN_SPAN, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from '../../web/models/scores.js';
+import { HeadScorer, MIN_SPAN, headScores, inductionTargets, repeatTargets, repeatedRandomIds } from '../../web/scores.js';
 
 // [heads, t, t] weights of heads given as functions (i → the key that query i attends to fully).
 function pattern(t, ...heads) {
