@@ -1,8 +1,12 @@
 // The worker (worker.js, which computes) and the page's request queue. Requests are coalesced: one
 // is computed at a time and only the latest change waits behind it, so dragging a slider or a mask
-// never queues stale work. main.js starts it with the functions that read the controls and take
-// each result.
-import { setState, showError } from './page.js';
+// never queues stale work. An opened model's run (seconds, layer by layer, for a large model) is
+// cancelled by the request that replaces it, and typing into it waits for a short pause first.
+// main.js starts it with the functions that read the controls and take each result.
+import { $, setState, showError } from './page.js';
+
+// How long typing must pause before an opened model runs the text (ms).
+const OPENED_PAUSE_MS = 250;
 
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 let nextId = 1;
@@ -15,6 +19,7 @@ let takeResult = null;
 let onFailure = () => {};
 let ready = false; // the worker's package is up
 let inputProblem = null; // what is wrong with the controls, until they are fixed
+let pause = null; // the timer of an opened model's request waiting for typing to pause
 
 /** What is wrong with the controls (an InputError), or null. */
 export const inputError = () => inputProblem;
@@ -43,8 +48,12 @@ export async function computeNeuron(selection) {
   return reply.numbers;
 }
 
-/** Opens a Hugging Face model folder's files in the worker → its reply (model-folder.js). */
+/**
+ * Opens a Hugging Face model folder's files in the worker → its reply (model-folder.js). The worker
+ * stops the run under way first: its result is of the model being replaced.
+ */
 export function openModel(files) {
+  if (inFlight) inFlight.cancelled = true;
   return ask({ type: 'openModel', files: Array.from(files) });
 }
 
@@ -54,6 +63,11 @@ export function onModelProgress(listener) {
   progressListener = listener;
 }
 
+// An opened model's run, layer by layer, in the busy line.
+function showRunProgress({ done, total }) {
+  $('#busy').textContent = `Computing… layer ${done} of ${total}`;
+}
+
 /** Loads a MultiheadAttention in the worker from a file's { config, stateDict } → its reply. */
 export function sendFile(config, stateDict) {
   return ask({ type: 'file', config, stateDict }, Object.values(stateDict).map((t) => t.data.buffer));
@@ -61,7 +75,20 @@ export function sendFile(config, stateDict) {
 
 function send(job) {
   inFlight = job;
+  $('#busy').textContent = 'Computing…';
   worker.postMessage({ type: 'compute', id: job.id, request: job.request });
+}
+
+/** Queues `job`: sent now, or parked behind the one in flight, which is cancelled if it is an opened model's run. */
+function enqueue(job) {
+  counts.requested++;
+  setState('busy');
+  if (!inFlight) return send(job);
+  pending = job;
+  if (inFlight.request.kind === 'opened' && !inFlight.cancelled) {
+    inFlight.cancelled = true;
+    worker.postMessage({ type: 'cancel', id: inFlight.id });
+  }
 }
 
 /**
@@ -83,10 +110,10 @@ export function requestUpdate(generate = false) {
   }
   inputProblem = null;
   const job = { id: nextId++, request, requestedAt: performance.now() };
-  counts.requested++;
+  clearTimeout(pause);
+  if (request.kind !== 'opened') return enqueue(job);
   setState('busy');
-  if (inFlight) pending = job;
-  else send(job);
+  pause = setTimeout(() => enqueue(job), OPENED_PAUSE_MS);
 }
 
 function afterJob() {
@@ -120,7 +147,8 @@ export function startWorker({ threads, onReady, read, accept, failed }) {
     } else if (message.type === 'fatal') {
       showError(new Error(`The package could not start: ${message.message}`));
     } else if (message.type === 'progress') {
-      progressListener(message);
+      if (message.phase === 'forward') showRunProgress(message);
+      else progressListener(message);
     } else if (message.type === 'file' || message.type === 'neuron' || message.type === 'model') {
       replies.get(message.id)?.(message);
       replies.delete(message.id);
@@ -128,7 +156,7 @@ export function startWorker({ threads, onReady, read, accept, failed }) {
       const job = inFlight;
       counts.computed++;
       afterJob();
-      if (!job || job.id !== message.id) return;
+      if (!job || job.id !== message.id || job.cancelled) return;
       if (message.type === 'error') {
         onFailure();
         if (!inFlight) showError(new Error(message.message));

@@ -198,10 +198,13 @@ export class AttentionRunner {
     return spare?.length === length ? spare.fill(0) : new Float32Array(length);
   }
 
-  /** See compute(), computeModel() and computeOpened(). */
-  async run(request) {
+  /**
+   * See compute(), computeModel() and computeOpened(); an opened model's run stops at `signal`
+   * and tells `onProgress` of each layer done (the package's model.forward options).
+   */
+  async run(request, { signal, onProgress } = {}) {
     if (request.kind === 'model') return computeModel(this, request);
-    if (request.kind === 'opened') return computeOpened(this, request);
+    if (request.kind === 'opened') return computeOpened(this, request, { signal, onProgress });
     return compute(this, request);
   }
 }
@@ -307,7 +310,7 @@ async function computeModel(runner, request) {
  * does (special tokens included): every layer's heads as [layers · heads, t, t], whole, written
  * there by the forward (one copy of them in the worker).
  */
-async function computeOpened(runner, request) {
+async function computeOpened(runner, request, { signal, onProgress }) {
   if (!runner.opened) throw new Error('No model folder is open.');
   const started = performance.now();
   const { folder: { model, tokenizer, name }, standardScores, standardLength } = runner.opened;
@@ -321,7 +324,7 @@ async function computeOpened(runner, request) {
   const weights = new Float32Array(H * plane);
   if (runner.opened.forward?.text !== request.text) runner.opened.forward = null; // another text's inputs (neuronParts)
   const forwardStarted = performance.now();
-  const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none', out: { attentions: weights } });
+  const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none', out: { attentions: weights }, signal, onProgress });
   const forwardMs = performance.now() - forwardStarted;
   const grid = gridOf(t, t);
   const masked = model.modelType === 'bert' ? new Uint8Array(plane) : causalCells(grid);

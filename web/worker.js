@@ -6,6 +6,8 @@
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
 //               { type: 'neuron', id, selection }           the neuron view's numbers (runner.js)
+//               { type: 'cancel', id }                      stops the compute request `id` (an opened
+//                                                           model's run) between two layers
 //               { type: 'recycle', weights }                the trained model's last pictures, which
 //                                                           the page no longer reads: the next ones
 //                                                           are pooled into them (runner.js)
@@ -16,7 +18,8 @@
 //               { type: 'result', id, result } | { type: 'error', id, message }
 //               { type: 'neuron', id, ok, numbers | message }
 //               { type: 'progress', phase, done, total }    while a model folder opens (phase
-//                                                           'reading': bytes; 'loading': layers)
+//                                                           'reading': bytes; 'loading': layers), and
+//                                                           while an opened model runs ('forward')
 //               { type: 'model', id, ok, message? | ...}    { name, modelType, layers, heads, dtype,
 //                                                           streamed, standardLength, memory: the package's
 //                                                           stats() }
@@ -26,6 +29,7 @@ import { AttentionRunner } from './runner.js';
 
 let runner = null;
 let attn = null;
+const running = new Map(); // compute request id → the AbortController of its run
 
 const describeError = (error) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
@@ -81,22 +85,31 @@ self.addEventListener('message', async ({ data: message }) => {
       self.postMessage({ type: 'neuron', id: message.id, ok: false, message: describeError(error) });
     }
   } else if (message.type === 'openModel') {
+    // A run of the model being replaced stops before its model is disposed.
+    for (const controller of running.values()) controller.abort();
     try {
       const info = await runner.openFolder(message.files, (p) => self.postMessage({ type: 'progress', ...progressOf(p) }));
       self.postMessage({ type: 'model', id: message.id, ok: true, ...info, memory: attn.stats() });
     } catch (error) {
       self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message, memory: attn.stats() });
     }
+  } else if (message.type === 'cancel') {
+    running.get(message.id)?.abort();
   } else if (message.type === 'recycle') {
     runner.spare = message.weights;
   } else if (message.type === 'compute') {
+    const controller = new AbortController();
+    running.set(message.id, controller);
     try {
-      const result = await runner.run(message.request);
+      const onProgress = (p) => self.postMessage({ type: 'progress', ...progressOf(p) });
+      const result = await runner.run(message.request, { signal: controller.signal, onProgress });
       const transfer = [result.weights, result.masked, result.outputMaxAbs]
         .filter(Boolean).map((array) => array.buffer);
       self.postMessage({ type: 'result', id: message.id, result }, transfer);
     } catch (error) {
       self.postMessage({ type: 'error', id: message.id, message: describeError(error) });
+    } finally {
+      running.delete(message.id);
     }
   }
 });

@@ -50,7 +50,7 @@ async function exportHead(page, layer, head) {
 test('opening each model folder: its grid, labels and a head exported as JSON match the reference', { timeout: 180_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);
-  for (const name of ['gpt2', 'llama-gqa', 'bert', 'qwen3-qknorm', 'gemma2', 'gemma3', 'phi3', 'olmo2']) {
+  for (const name of ['gpt2', 'llama-gqa', 'bert', 'qwen3-qknorm', 'gemma2', 'gemma3', 'phi3', 'olmo2', 'gemma', 'pythia', 'llama-gqa-bf16']) {
     const ref = await reference(name);
     await page.fill('[data-testid="text"]', ref.text);
     const opened = await openFolder(page, join(MODELS, name));
@@ -106,6 +106,31 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     const err = maxRelativeError(Float32Array.from(json.weights.flat()), Float64Array.from(plane));
     assert.ok(err <= TOLERANCE, `${name}: the exported head is off by ${err}`);
   }
+  assert.deepEqual(browser.errors, []);
+});
+
+test("an opened model's run names its layers as they finish, and typing runs once it pauses", { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  await page.fill('[data-testid="text"]', 'Hello');
+  assert.equal((await openFolder(page, join(MODELS, 'pythia'))).state, 'ready');
+  // Every text the busy line shows from now on.
+  await page.evaluate(() => {
+    window.busyTexts = [];
+    new MutationObserver(() => window.busyTexts.push(document.querySelector('#busy').textContent))
+      .observe(document.querySelector('#busy'), { childList: true, characterData: true, subtree: true });
+  });
+  const before = (await readResult(page)).requests;
+  await page.click('[data-testid="text"]');
+  await page.keyboard.press('End');
+  await page.keyboard.type(' there, world', { delay: 20 });
+  await page.waitForFunction(() => document.body.dataset.state === 'ready'
+    && JSON.parse(document.getElementById('attention-result').textContent).model?.text === 'Hello there, world', null, { timeout: STEP_TIMEOUT });
+  const after = (await readResult(page)).requests;
+  // 13 keystrokes 20 ms apart, within the 250 ms pause: one run (or two, on a slow machine), not 13.
+  assert.ok(after.requested - before.requested <= 2, `${after.requested - before.requested} runs for one burst of typing`);
+  const texts = await page.evaluate(() => window.busyTexts);
+  assert.ok(texts.includes('Computing… layer 1 of 2') && texts.includes('Computing… layer 2 of 2'), JSON.stringify(texts));
   assert.deepEqual(browser.errors, []);
 });
 

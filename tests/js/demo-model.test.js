@@ -161,3 +161,19 @@ test('a generation request adds the most likely character and shows the text wit
   assert.equal(result.tokens[0].join(''), fixture.prompt + next);
   assert.equal(result.n, fixture.prompt.length + 1);
 });
+
+test("an opened model's run stops at its signal with an AbortError, and runs again after it", async () => {
+  const runner = new AttentionRunner(attn);
+  const files = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']
+    .map((name) => new File([read(`../fixtures/models/gpt2/${name}`)], name));
+  await runner.openFolder(files, () => {});
+  const request = { kind: 'opened', text: 'The cat sat on the mat.' };
+  const controller = new AbortController();
+  const layers = [];
+  const run = runner.run(request, { signal: controller.signal, onProgress: ({ layer }) => { layers.push(layer); controller.abort(); } });
+  await assert.rejects(run, { name: 'AbortError' });
+  assert.deepEqual(layers, [1], 'stopped after the first layer');
+  const result = await runner.run(request);
+  assert.equal(result.kind, 'opened');
+  await runner.opened.folder.dispose();
+});
