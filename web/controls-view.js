@@ -120,7 +120,7 @@ export function setOpenedModel(info) {
 /** The request for the worker; `zoom` is the window the heatmap shows (zoomWindow()). */
 export function currentRequest(zoom) {
   if (dom.kind.value === 'model') return modelRequest(zoom);
-  if (dom.kind.value === 'opened') return openedRequest();
+  if (dom.kind.value === 'opened') return openedRequest(zoom);
   let sentences = sentencesOf(dom.text.value);
   if (sentences.length === 0) throw new InputError('Type at least one word.');
   if (dom.length.value !== 'typed') sentences = lengthen(sentences, Number(dom.length.value));
@@ -158,13 +158,16 @@ function modelRequest(zoom) {
   };
 }
 
-/** The opened model reads the text as its tokenizer splits it (runner.js computeOpened). */
-function openedRequest() {
+/**
+ * The opened model reads the text as its tokenizer splits it (runner.js computeOpened); past a
+ * picture's cells it is computed for the zoomed window only.
+ */
+function openedRequest(zoom) {
   if (!opened) throw new InputError('Open a model folder first.');
   if (dom.text.value.trim() === '') throw new InputError('Type some text.');
   const causal = opened.modelType !== 'bert';
   return {
-    kind: 'opened', text: dom.text.value, sentences: null, window: null, config: null, seed: null, fileId: null, causal, padding: false, custom: null, maskKind: causal ? 'causal' : 'none',
+    kind: 'opened', text: dom.text.value, sentences: null, window: zoom, config: null, seed: null, fileId: null, causal, padding: false, custom: null, maskKind: causal ? 'causal' : 'none',
   };
 }
 

@@ -14,8 +14,8 @@ export const EMBED_DIM = 16;
 export const MAX_TOKENS = 512;
 /** Characters the trained model reads at most (its pictures are downsampled: see grid.js). */
 export const MODEL_MAX_TOKENS = 2048;
-/** Tokens of your own model the viewer shows at most: every weight of every head goes to the page. */
-export const OPENED_MAX_TOKENS = 512;
+/** Tokens of your own model the viewer reads at most (a longer text is cut, with a note). */
+export const OPENED_MAX_TOKENS = 2048;
 export const MAX_SENTENCES = 2;
 export const PAD = '<pad>';
 

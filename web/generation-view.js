@@ -47,6 +47,8 @@ export function showModel(result) {
   shown = result;
   if (result.kind !== 'model') {
     stopGeneration();
+    // An opened model's note: the text cut at the tokens the viewer reads.
+    dom.modelNext.textContent = result.model?.note ?? '';
     return;
   }
   const { model } = result;

@@ -7,7 +7,7 @@
 // model's text may be 2048 characters long: its weights come as pictures of the window on screen
 // (grid.js), downsampled to at most 512 cells a side and checked here. No DOM here.
 import { MAX_TOKENS, OPENED_MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
-import { binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
+import { MAX_GRID, binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { checkCausalRows, checkRows, noFindings } from './checks.js';
 import { openModelFolder } from './model-folder.js';
@@ -307,29 +307,45 @@ async function computeModel(runner, request) {
 
 /**
  * The opened Hugging Face model (openFolder) over request.text, tokenized as HF's default encode
- * does (special tokens included): every layer's heads as [layers · heads, t, t], whole, written
- * there by the forward (one copy of them in the worker).
+ * does (special tokens included), cut at OPENED_MAX_TOKENS with a note. Up to a picture's cells
+ * (MAX_GRID tokens) every layer's heads as [layers · heads, t, t], whole, written there by the
+ * forward (one copy of them in the worker); past them, pictures of request.window as the trained
+ * model's (modelPictures, from the forward's hidden states).
  */
 async function computeOpened(runner, request, { signal, onProgress }) {
   if (!runner.opened) throw new Error('No model folder is open.');
   const started = performance.now();
   const { folder: { model, tokenizer, name }, standardScores, standardLength } = runner.opened;
-  const { ids, tokens } = tokenizer.encode(request.text);
-  if (ids.length === 0) throw new Error('The text has no tokens.');
-  if (ids.length > OPENED_MAX_TOKENS) throw new Error(`The text is ${ids.length} tokens; the viewer shows at most ${OPENED_MAX_TOKENS}.`);
+  const encoded = tokenizer.encode(request.text);
+  if (encoded.ids.length === 0) throw new Error('The text has no tokens.');
+  const limit = Math.min(OPENED_MAX_TOKENS, model.maxPositions);
+  const ids = encoded.ids.slice(0, limit), tokens = encoded.tokens.slice(0, limit);
+  const note = encoded.ids.length > limit ? `The text is ${encoded.ids.length} tokens; the viewer reads its first ${limit} (${limit === OPENED_MAX_TOKENS ? 'the viewer\'s limit' : 'the model\'s max_position_embeddings'}).` : null;
   const t = ids.length;
-  const plane = t * t;
   const H = model.layers * model.heads;
-  // Every layer's weights straight into the one array the views read.
-  const weights = new Float32Array(H * plane);
   if (runner.opened.forward?.text !== request.text) runner.opened.forward = null; // another text's inputs (neuronParts)
   const forwardStarted = performance.now();
-  const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none', out: { attentions: weights }, signal, onProgress });
+  let pictures, textScores;
+  if (t > MAX_GRID) {
+    const { hiddenStates } = await model.forward(ids, { outputHiddenStates: true, logits: 'none', signal, onProgress });
+    runner.opened.forward = { text: request.text, hidden: hiddenStates };
+    const grid = gridOf(t, t, request.window);
+    const scorer = grid.row > 0 || grid.rowEnd < t ? null : new HeadScorer(model.layers, model.heads, inductionTargets(ids));
+    pictures = await modelPictures(runner.attn, model, { length: t, hidden: hiddenStates }, grid, scorer);
+    textScores = scorer ? scorer.scores().flat() : null;
+  } else {
+    // Every layer's weights straight into the one array the views read.
+    const weights = new Float32Array(H * t * t);
+    const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none', out: { attentions: weights }, signal, onProgress });
+    const grid = gridOf(t, t);
+    const masked = model.modelType === 'bert' ? new Uint8Array(t * t) : causalCells(grid);
+    const checks = noFindings();
+    for (let h = 0; h < H; h++) checkRows(weights.subarray(h * t * t, (h + 1) * t * t), masked, t, t, checks);
+    pictures = { grid, weights, checks, masked };
+    textScores = headScores(attentions.map((layer) => layer.data), model.heads, inductionTargets(ids)).flat();
+  }
   const forwardMs = performance.now() - forwardStarted;
-  const grid = gridOf(t, t);
-  const masked = model.modelType === 'bert' ? new Uint8Array(plane) : causalCells(grid);
-  const checks = noFindings();
-  for (let h = 0; h < H; h++) checkRows(weights.subarray(h * plane, (h + 1) * plane), masked, t, t, checks);
+  const { grid, weights, checks } = pictures;
   return {
     kind: 'opened',
     tokens: [tokens],
@@ -342,13 +358,15 @@ async function computeOpened(runner, request, { signal, onProgress }) {
     embedDim: model.heads * model.headDim,
     extraKeys: [],
     weights,
-    masked,
+    masked: pictures.masked ?? causalCells(grid),
     checks,
     outputMaxAbs: null,
     fullyMasked: [],
-    weightsShape: [1, H, t, t],
+    weightsShape: [1, H, grid.rows, grid.cols],
     outputShape: [1, t, model.heads * model.headDim],
-    call: `${name}: model.forward(ids [${t}], { outputAttentions: true }), every layer's weights [1, ${model.heads}, ${t}, ${t}]`,
+    call: t > MAX_GRID
+      ? `${name}: model.forward(ids [${t}], { outputHiddenStates: true }), then per layer model.project(hiddenStates[layer], { layer }) and KVCache.attend(q, { needWeights: true }) over the window`
+      : `${name}: model.forward(ids [${t}], { outputAttentions: true }), every layer's weights [1, ${model.heads}, ${t}, ${t}]`,
     forwardMs,
     phases: {},
     workerMs: performance.now() - started,
@@ -360,17 +378,19 @@ async function computeOpened(runner, request, { signal, onProgress }) {
       heads: model.heads,
       scores: standardScores,
       standardLength,
-      textScores: headScores(attentions.map((layer) => layer.data), model.heads, inductionTargets(ids)).flat(),
+      textScores,
       next: null,
       generated: null,
+      note,
     },
   };
 }
 
 /**
- * Every head's weights over `grid` of the model's [t, t] map, max-pooled into the grid's cells,
- * from a forward (AttentionRunner#modelForward): per layer, what the layer's attention reads
- * (model.project of its input: q, k and v after RoPE), the keys and values in a KVCache, the
+ * Every head's weights over `grid` of a causal model's [t, t] map, max-pooled into the grid's
+ * cells, from a forward ({ length: t, hidden: its hiddenStates }): per layer, what the layer's
+ * attention reads (the package's model.project of its input: q, k and v after QK-norm and RoPE,
+ * the layer's scale, soft cap and window), the keys and values in a KVCache, the
  * window's query rows attending chunk by chunk, the cache truncated to the keys up to each chunk's
  * last row (the rest are hidden by the causal mask). Only the window's rows are computed; the
  * checks cover every one of them, and `scorer` (a HeadScorer) takes them when given. `weights`:
@@ -388,7 +408,8 @@ export async function modelPictures(attn, model, forward, grid, scorer = null, w
   const cache = new attn.KVCache({ heads: kvHeads, headDim: d, maxLength: forward.length });
   try {
     for (let layer = 0; layer < model.layers; layer++) {
-      const { query, key, value } = await model.project(forward.hidden[layer], { layer });
+      const { query, key, value, scale, softcap, window } = await model.project(forward.hidden[layer], { layer });
+      const scoring = { scale, ...(softcap === null ? {} : { softcap }), ...(window === null ? {} : { window }) };
       cache.reset().append(key, value);
       for (let end = grid.rowEnd; end > grid.row;) {
         const count = Math.min(end - grid.row, Math.max(1, Math.floor(CHUNK_WEIGHTS / (heads * end))));
@@ -399,7 +420,7 @@ export async function modelPictures(attn, model, forward, grid, scorer = null, w
         }
         cache.truncate(end);
         const queries = { data: chunkQueries.subarray(0, heads * count * d), shape: [1, heads, count, d] };
-        const chunk = cache.attend(queries, { needWeights: true, out }).weights.data;
+        const chunk = cache.attend(queries, { needWeights: true, out, ...scoring }).weights.data;
         const rowBin = binsOf(first, count, grid.row, grid.step); // the chunk lies inside the window
         // Keys past the chunk's last row are not in its weights: their cells stay 0 (and masked).
         const columns = columnsOf(grid.col, Math.min(grid.colEnd, end), grid.step);

@@ -134,6 +134,21 @@ test("an opened model's run names its layers as they finish, and typing runs onc
   assert.deepEqual(browser.errors, []);
 });
 
+test('an opened model reads 2048 tokens: pictures of 4 × 4 tokens a cell, and a longer text is cut with a note', { timeout: 90_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const ref = await reference('llama-gqa');
+  await page.fill('[data-testid="text"]', `${ref.text} `.repeat(300)); // 14400 characters, about 2600 tokens
+  assert.equal((await openFolder(page, join(MODELS, 'llama-gqa'))).state, 'ready');
+  const result = await readResult(page);
+  assert.deepEqual([result.shape[2], result.grid.step, result.grid.rows], [2048, 4, 512]);
+  assert.equal(result.checks.maxMaskedWeight, 0);
+  assert.ok(result.checks.maxRowSumError <= 1e-5);
+  assert.match(await page.textContent('#model-next'), /^The text is \d+ tokens; the viewer reads its first 2048 \(the viewer's limit\)\.$/);
+  assert.ok(await page.isVisible('#model-next'));
+  assert.deepEqual(browser.errors, []);
+});
+
 test('a folder the viewer cannot open says which file is missing, and the next one opens', { timeout: 60_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);

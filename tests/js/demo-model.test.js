@@ -177,3 +177,37 @@ test("an opened model's run stops at its signal with an AbortError, and runs aga
   assert.equal(result.kind, 'opened');
   await runner.opened.folder.dispose();
 });
+
+test("an opened model past 512 tokens: pictures of its heads, each cell the largest weight of its tokens; past 2048, the text is cut with a note", async () => {
+  const runner = new AttentionRunner(attn);
+  const files = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']
+    .map((name) => new File([read(`../fixtures/models/gemma2/${name}`)], name));
+  await runner.openFolder(files, () => {});
+  const { model, tokenizer } = runner.opened.folder;
+  const text = `${fixture.prompt} ${fixture.continuation.text} `.repeat(12);
+  const { ids } = tokenizer.encode(text);
+  const t = ids.length;
+  assert.ok(t > 512 && t <= 2048, `${t} tokens`);
+  const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none' });
+  for (const window of [null, { row: t - 200, col: t - 300, size: 150 }]) {
+    const result = await runner.run({ kind: 'opened', text, window });
+    const grid = gridOf(t, t, window);
+    assert.deepEqual(result.grid, grid);
+    assert.equal(result.checks.maxMaskedWeight, 0);
+    assert.ok(result.checks.maxRowSumError <= 1e-5);
+    const cells = grid.rows * grid.cols;
+    for (let layer = 0; layer < model.layers; layer++) {
+      for (let head = 0; head < model.heads; head++) {
+        const picture = result.weights.subarray((layer * model.heads + head) * cells, (layer * model.heads + head + 1) * cells);
+        const err = maxRelativeError(picture, pooled(attentions[layer].data.subarray(head * t * t, (head + 1) * t * t), t, grid));
+        assert.ok(err <= TOLERANCE, `${JSON.stringify(window)} layer ${layer} head ${head} (sliding window ${layer === 0}, soft cap): ${err}`);
+      }
+    }
+    assert.equal(result.model.note, null);
+  }
+  const long = text.repeat(4);
+  const cut = await runner.run({ kind: 'opened', text: long, window: null });
+  assert.equal(cut.n, 2048);
+  assert.match(cut.model.note, new RegExp(`^The text is ${tokenizer.encode(long).ids.length} tokens; the viewer reads its first 2048`));
+  await runner.opened.folder.dispose();
+});
