@@ -41,6 +41,13 @@ export function recycle(weights) {
   worker.postMessage({ type: 'recycle', weights }, [weights.buffer]);
 }
 
+/** What removing heads changes: see runner.js ablate(). */
+export async function computeAblation(request) {
+  const reply = await ask({ type: 'ablate', request });
+  if (!reply.ok) throw new Error(reply.message);
+  return reply.result;
+}
+
 /** The neuron view's numbers for a selection (see runner.js). */
 export async function computeNeuron(selection) {
   const reply = await ask({ type: 'neuron', selection });
@@ -149,7 +156,7 @@ export function startWorker({ threads, onReady, read, accept, failed }) {
     } else if (message.type === 'progress') {
       if (message.phase === 'forward') showRunProgress(message);
       else progressListener(message);
-    } else if (message.type === 'file' || message.type === 'neuron' || message.type === 'model') {
+    } else if (['file', 'neuron', 'model', 'ablate'].includes(message.type)) {
       replies.get(message.id)?.(message);
       replies.delete(message.id);
     } else if (message.type === 'result' || message.type === 'error') {

@@ -107,6 +107,9 @@ export function show(shown) {
 /** The zoom asked for ({ row, col, size } in tokens, or null): the trained model's long texts are computed for it. */
 export const zoomWindow = () => state.zoom;
 
+/** The token whose query the neuron view follows (the last one pointed at), or null. */
+export const selectedQuery = () => state.neuronQuery;
+
 /** Forgets the zoom: its positions name another kind's tokens. */
 export function resetZoom() {
   state.zoom = null;

@@ -1,7 +1,7 @@
 // The demo page: reads the controls, asks the worker (worker.js, which imports the package's public
 // entry exactly as a user would) for attention weights, and draws them on canvases. This file
 // wires the views (controls-view, heatmap-view with the neuron view, generation-view, export-view,
-// engine-view) to the request queue (compute.js) and publishes each result.
+// engine-view, model-view, ablation-view) to the request queue (compute.js) and publishes each result.
 //
 // For tests the page publishes its last result on the DOM: after every update
 // `document.body.dataset.state` is 'ready' (or 'busy' while work is outstanding, 'error' on
@@ -25,6 +25,7 @@ import { bindExport } from './export-view.js';
 import { bindGeneration, onTyped, showModel, stillGenerating, stopGeneration, syncRepeatButton } from './generation-view.js';
 import { bindHeatmap, guide, resetZoom, show, viewState, zoomWindow } from './heatmap-view.js';
 import { bindModelView } from './model-view.js';
+import { bindAblation, showAblation } from './ablation-view.js';
 import { $, customCells, setState, showError } from './page.js';
 
 const PUBLISH_LIMIT = 1 << 17;
@@ -41,6 +42,7 @@ function accept(job, result) {
   shown.updateMs = performance.now() - job.requestedAt;
   showTimes(shown);
   showModel(shown);
+  showAblation(shown);
   if (inputError()) {
     showError(inputError());
   } else {
@@ -118,6 +120,7 @@ function main() {
   bindHeatmap({ onSentence: publish, guided });
   bindExport();
   bindModelView();
+  bindAblation();
   // ?threads=1 compares against the single-threaded build.
   const threads = Number(params.get('threads') ?? 2);
   startWorker({

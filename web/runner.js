@@ -63,6 +63,7 @@ export class AttentionRunner {
     this.lastForward = null; // see modelForward()
     this.neuronLayer = null; // see neuronParts()
     this.spare = null; // pictures the page gave back (worker.js's 'recycle'), for pictureArray()
+    this.ablationBaseline = null; // the last unablated logits (ablate())
   }
 
   /** Loads a MultiheadAttention from a file's { id, config, stateDict }; throws the API's error. */
@@ -127,6 +128,7 @@ export class AttentionRunner {
     await this.opened?.folder.dispose();
     this.opened = null;
     this.neuronLayer = null; // it holds the last model: its tables would stay in memory
+    this.ablationBaseline = null; // and its logits
     const folder = await openModelFolder(this.attn, files, { onProgress });
     const { model } = folder;
     const length = Math.min(50, Math.floor(model.maxPositions / 2));
@@ -191,6 +193,58 @@ export class AttentionRunner {
     return this.neuronLayer;
   }
 
+  /**
+   * What removing `heads` ([[layer, head]], 0-based) does to the trained ('model') or the opened
+   * model's ('opened') predictions over `text` (the package's headMask, HF's head_mask): per token,
+   * the change in log-probability of the token that follows it, and at `position` (a token, or
+   * null for the last) the most likely next tokens before and after.
+   * → { tokens, delta [t − 1], position, before, after: [{ token, p }], loss: { before, after } }
+   */
+  async ablate({ kind, text, heads, position }) {
+    const { model, ids, tokens, vocab } = this.textModel(kind, text);
+    if (model.modelType === 'bert') throw new Error('Head ablation follows next-token predictions; BERT predicts masked tokens.');
+    const t = ids.length;
+    const limit = Math.floor(ABLATION_LOGITS / model.vocabSize);
+    if (t > limit) throw new Error(`Ablation reads every position's logits: at most ${limit} tokens of this model's ${model.vocabSize}-word vocabulary; the text is ${t}.`);
+    if (t < 2) throw new Error('Ablation needs two tokens or more: what each token predicts is the token after it.');
+    const mask = new Float32Array(model.layers * model.heads).fill(1);
+    for (const [layer, head] of heads) mask[layer * model.heads + head] = 0;
+    const kept = this.ablationBaseline;
+    const before = kept?.model === model && kept.text === text ? kept.logits : (await model.forward(ids, { logits: 'all' })).logits.data;
+    this.ablationBaseline = { model, text, logits: before };
+    const after = (await model.forward(ids, { logits: 'all', headMask: { data: mask, shape: [model.layers, model.heads] } })).logits.data;
+    const vocabSize = model.vocabSize;
+    const row = (logits, i) => logits.subarray(i * vocabSize, (i + 1) * vocabSize);
+    const delta = new Float32Array(t - 1);
+    let lossBefore = 0, lossAfter = 0;
+    for (let i = 0; i < t - 1; i++) {
+      const was = logProbability(row(before, i), ids[i + 1]), is = logProbability(row(after, i), ids[i + 1]);
+      delta[i] = is - was;
+      lossBefore -= was / (t - 1);
+      lossAfter -= is / (t - 1);
+    }
+    const at = position === null || position >= t ? t - 1 : position;
+    return {
+      tokens, delta, position: at, loss: { before: lossBefore, after: lossAfter },
+      before: topPredictions(row(before, at), vocab, TOP_PREDICTIONS), after: topPredictions(row(after, at), vocab, TOP_PREDICTIONS),
+    };
+  }
+
+  /** The model `kind` names and `text` as its ids and tokens, cut as its views cut them, and its vocabulary's strings. */
+  textModel(kind, text) {
+    if (kind === 'model') {
+      if (!this.model) throw new Error(this.modelError ?? 'The trained model is still loading.');
+      const ids = this.model.encode(text);
+      return { model: this.model.model, ids, tokens: Array.from(text), vocab: this.model.vocab };
+    }
+    if (!this.opened) throw new Error('No model folder is open.');
+    const { model, tokenizer } = this.opened.folder;
+    const { ids, tokens } = tokenizer.encode(text);
+    const limit = Math.min(OPENED_MAX_TOKENS, model.maxPositions);
+    const vocab = { length: model.vocabSize, at: (id) => tokenizer.id_to_token(id) ?? `[${id}]` };
+    return { model, ids: ids.slice(0, limit), tokens: tokens.slice(0, limit), vocab };
+  }
+
   /** An array of `length` zeros for the model's pictures: the page's spare one when it fits. */
   pictureArray(length) {
     const spare = this.spare;
@@ -216,14 +270,29 @@ const REPEAT_SEED = 2022;
 const REPEAT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz ';
 const TOP_PREDICTIONS = 5;
 
-/** The `count` most likely next tokens after logits [vocab], with their probabilities. */
+// Logits one ablation reads at most (twice: before and after), 32 M floats (128 MB) each.
+const ABLATION_LOGITS = 1 << 25;
+
+/**
+ * The `count` most likely next tokens after logits [vocab], with their probabilities; vocab.at(id)
+ * names each id (the trained model's vocabulary string, or the opened model's tokenizer).
+ */
 function topPredictions(logits, vocab, count) {
-  const max = Math.max(...logits);
-  const exp = Array.from(logits, (x) => Math.exp(x - max));
-  const sum = exp.reduce((a, b) => a + b, 0);
-  return exp.map((e, id) => ({ token: vocab[id], p: e / sum }))
-    .sort((a, b) => b.p - a.p)
-    .slice(0, count);
+  let max = -Infinity;
+  for (const x of logits) max = Math.max(max, x);
+  let sum = 0;
+  for (const x of logits) sum += Math.exp(x - max);
+  const best = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a]).slice(0, count);
+  return best.map((id) => ({ token: vocab.at(id), p: Math.exp(logits[id] - max) / sum }));
+}
+
+/** log softmax(logits)[id]. */
+function logProbability(logits, id) {
+  let max = -Infinity;
+  for (const x of logits) max = Math.max(max, x);
+  let sum = 0;
+  for (const x of logits) sum += Math.exp(x - max);
+  return logits[id] - max - Math.log(sum);
 }
 
 // Weights one KVCache.attend returns at most (4 MB): longer windows are computed in chunks of rows,

@@ -6,6 +6,7 @@
 //               { type: 'file', id, config, stateDict }     a MultiheadAttention to load
 //               { type: 'compute', id, request }            see runner.js
 //               { type: 'neuron', id, selection }           the neuron view's numbers (runner.js)
+//               { type: 'ablate', id, request }             what removing heads changes (runner.js)
 //               { type: 'cancel', id }                      stops the compute request `id` (an opened
 //                                                           model's run) between two layers
 //               { type: 'recycle', weights }                the trained model's last pictures, which
@@ -17,6 +18,7 @@
 //               { type: 'file', id, ok, message? }
 //               { type: 'result', id, result } | { type: 'error', id, message }
 //               { type: 'neuron', id, ok, numbers | message }
+//               { type: 'ablate', id, ok, result | message }
 //               { type: 'progress', phase, done, total }    while a model folder opens (phase
 //                                                           'reading': bytes; 'loading': layers), and
 //                                                           while an opened model runs ('forward')
@@ -92,6 +94,13 @@ self.addEventListener('message', async ({ data: message }) => {
       self.postMessage({ type: 'model', id: message.id, ok: true, ...info, memory: attn.stats() });
     } catch (error) {
       self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message, memory: attn.stats() });
+    }
+  } else if (message.type === 'ablate') {
+    try {
+      const result = await runner.ablate(message.request);
+      self.postMessage({ type: 'ablate', id: message.id, ok: true, result }, [result.delta.buffer]);
+    } catch (error) {
+      self.postMessage({ type: 'ablate', id: message.id, ok: false, message: describeError(error) });
     }
   } else if (message.type === 'cancel') {
     running.get(message.id)?.abort();

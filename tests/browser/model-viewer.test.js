@@ -149,6 +149,24 @@ test('an opened model reads 2048 tokens: pictures of 4 × 4 tokens a cell, and a
   assert.deepEqual(browser.errors, []);
 });
 
+test("head ablation on an opened decoder; BERT's button is off (it predicts masked tokens)", { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const ref = await reference('pythia');
+  await page.fill('[data-testid="text"]', ref.text);
+  assert.equal((await openFolder(page, join(MODELS, 'pythia'))).state, 'ready');
+  await page.click('.grid-cell[data-layer="1"][data-head="2"]');
+  await page.click('#ablate-head');
+  await page.waitForFunction(() => document.querySelector('#ablation').dataset.state === 'ready', null, { timeout: STEP_TIMEOUT });
+  assert.match(await page.textContent('#ablation-summary'), /^Without L1 H2: /);
+  assert.equal(await page.locator('#ablation-text .text-token').count(), ref.tokens.length);
+  assert.equal(await page.locator('#ablation-text .text-token[data-delta]').count(), ref.tokens.length - 1);
+  assert.equal((await openFolder(page, join(MODELS, 'bert'))).state, 'ready');
+  assert.equal(await page.isDisabled('#ablate-head'), true);
+  assert.equal(await page.locator('#ablated-heads .chip').count(), 0, 'the heads removed from another model are forgotten');
+  assert.deepEqual(browser.errors, []);
+});
+
 test('a folder the viewer cannot open says which file is missing, and the next one opens', { timeout: 60_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);

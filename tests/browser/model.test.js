@@ -63,6 +63,39 @@ test('the grid: every layer and head, labelled with its induction and previous-t
   assert.deepEqual(browser.errors, []);
 });
 
+test('head ablation: removing the induction head lowers the repeated verse\'s predictions; the heads come back', { timeout: 30_000 }, async () => {
+  browser.errors.length = 0;
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const ablated = () => page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#ablation').dataset.state), null, { timeout: 20_000 });
+  await page.click('.grid-cell[data-layer="2"][data-head="4"]');
+  await page.click('#ablate-head');
+  await ablated();
+  assert.equal(await page.getAttribute('#ablation', 'data-state'), 'ready', await page.textContent('#ablation-summary'));
+  assert.match(await page.textContent('#ablation-summary'),
+    /^Without L2 H4: the next token's mean log-probability -\d\.\d{3} → -\d\.\d{3}\. After “.+” \(\d+\): (“.+” \d+\.\d %, ){4}“.+” \d+\.\d % → (“.+” \d+\.\d %, ){4}“.+” \d+\.\d %\.$/);
+  const deltas = await page.$$eval('#ablation-text .text-token', (spans) => spans.map((s) => (s.dataset.delta === undefined ? null : Number(s.dataset.delta))));
+  const { tokens } = await readResult(page);
+  assert.equal(deltas.length, tokens[0].length);
+  assert.equal(deltas[0], null, 'the first token is predicted by nothing');
+  // The verse's second copy is what the induction head predicts: it falls most there.
+  const half = Math.floor(deltas.length / 2);
+  const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
+  assert.ok(mean(deltas.slice(half + 2)) < mean(deltas.slice(1, half)) - 0.05, `second copy ${mean(deltas.slice(half + 2))}, first ${mean(deltas.slice(1, half))}`);
+  assert.equal(await page.getAttribute('.grid-cell[data-layer="2"][data-head="4"]', 'class').then((c) => c.includes('ablated')), true);
+  // A second head, then both back.
+  await page.click('.grid-cell[data-layer="1"][data-head="4"]');
+  await page.click('#ablate-head');
+  await ablated();
+  assert.match(await page.textContent('#ablation-summary'), /^Without L2 H4, L1 H4:/);
+  assert.deepEqual(await page.$$eval('#ablated-heads .chip', (chips) => chips.map((c) => c.textContent)), ['L2 H4 ×', 'L1 H4 ×']);
+  await page.click('#ablation-restore');
+  assert.equal(await page.getAttribute('#ablation', 'data-state'), 'empty');
+  assert.equal(await page.locator('#ablation-text .text-token').count(), 0);
+  assert.equal(await page.locator('.grid-cell.ablated').count(), 0);
+  assert.deepEqual(browser.errors, []);
+});
+
 test('the neuron view: a head\'s steps for the query under the pointer, ending in the weights drawn', { timeout: 20_000 }, async () => {
   browser.errors.length = 0;
   const result = await openDemo(browser.page, browser.server);

@@ -211,3 +211,33 @@ test("an opened model past 512 tokens: pictures of its heads, each cell the larg
   assert.match(cut.model.note, new RegExp(`^The text is ${tokenizer.encode(long).ids.length} tokens; the viewer reads its first 2048`));
   await runner.opened.folder.dispose();
 });
+
+test("head ablation: each token's change in log-probability and the predictions before and after are the package's forward with and without the heads", async () => {
+  const runner = new AttentionRunner(attn);
+  await runner.setModel(trained);
+  const text = `${fixture.prompt}${fixture.continuation.text}`;
+  const heads = [[1, 3], [0, 0]];
+  const result = await runner.ablate({ kind: 'model', text, heads, position: 5 });
+  const ids = trained.encode(text);
+  const t = ids.length, vocab = config.vocab.length;
+  const mask = [[0, 1, 1, 1], [1, 1, 1, 0]];
+  const before = (await model.forward(ids, { logits: 'all' })).logits.data;
+  const after = (await model.forward(ids, { logits: 'all', headMask: mask })).logits.data;
+  const logProbability = (logits, i, id) => {
+    const row = Array.from(logits.subarray(i * vocab, (i + 1) * vocab));
+    const max = Math.max(...row);
+    return row[id] - max - Math.log(row.reduce((sum, x) => sum + Math.exp(x - max), 0));
+  };
+  assert.equal(result.delta.length, t - 1);
+  for (let i = 0; i < t - 1; i++) {
+    const want = logProbability(after, i, ids[i + 1]) - logProbability(before, i, ids[i + 1]);
+    assert.ok(Math.abs(result.delta[i] - want) <= 1e-4, `token ${i + 1}: ${result.delta[i]} vs ${want}`);
+  }
+  assert.ok(result.delta.some((d) => d < -0.1), 'removing the induction head lowers some predictions');
+  assert.equal(result.position, 5);
+  const top = (logits) => Array.from(logits.subarray(5 * vocab, 6 * vocab).keys()).sort((a, b) => logits[5 * vocab + b] - logits[5 * vocab + a])[0];
+  assert.equal(result.before[0].token, config.vocab[top(before)]);
+  assert.equal(result.after[0].token, config.vocab[top(after)]);
+  assert.ok(result.loss.after > result.loss.before);
+  await assert.rejects(runner.ablate({ kind: 'model', text: 'a', heads, position: null }), /two tokens or more/);
+});
