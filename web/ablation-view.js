@@ -5,7 +5,7 @@
 // package's headMask (runner.js ablate()). This view owns the heads removed and its part of the DOM.
 import { computeAblation } from './compute.js';
 import { selectedQuery, viewState } from './heatmap-view.js';
-import { $, asText, modelHead, visible } from './page.js';
+import { $, modelHead, tokensAsText, visible } from './page.js';
 
 const dom = {
   panel: $('#ablation'),
@@ -90,10 +90,10 @@ async function update() {
 function draw({ tokens, delta, position, before, after, loss }) {
   const names = state.heads.map(headLabel).join(', ');
   const largest = delta.reduce((top, d) => Math.max(top, Math.abs(d)), 1e-6);
-  dom.text.replaceChildren(...tokens.map((token, i) => {
+  dom.text.replaceChildren(...tokensAsText(tokens, state.shown.model.modelType === 'bert').map((text, i) => {
     const span = document.createElement('span');
     span.className = 'text-token';
-    span.textContent = asText(token);
+    span.textContent = text;
     span.dataset.token = String(i);
     if (i >= 1) {
       // Token i is what position i − 1 predicted.

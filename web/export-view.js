@@ -8,7 +8,7 @@ import { engineInfo } from './engine-view.js';
 import { cellSpan } from './grid.js';
 import { MASK_STYLE, colourOf } from './heatmap.js';
 import { exportedView, plainCanvases, render } from './heatmap-view.js';
-import { KIND_NAMES, MASK_NAMES, $, asText, customCells, modelHead, showError } from './page.js';
+import { KIND_NAMES, MASK_NAMES, $, customCells, modelHead, showError, tokensAsText } from './page.js';
 
 const dom = {
   exportPng: $('#export-png'),
@@ -69,6 +69,15 @@ function sizeText(bytes) {
  * @param {string} filename
  * @param {HTMLAnchorElement} link
  */
+/** Hides the download links and frees their files: they were of another model's or kind's view. */
+export function forgetDownloads() {
+  for (const link of [dom.pngLink, dom.svgLink, dom.htmlLink, dom.jsonLink]) {
+    if (link.href.startsWith('blob:')) URL.revokeObjectURL(link.href);
+    link.removeAttribute('href');
+    link.hidden = true;
+  }
+}
+
 function offerDownload(blob, filename, link) {
   if (link.href.startsWith('blob:')) URL.revokeObjectURL(link.href);
   link.href = URL.createObjectURL(blob);
@@ -276,7 +285,7 @@ function exportHtml(shown) {
 <style>body{font-family:system-ui,sans-serif;margin:2rem;color:#1d2330}code{background:#eef1f8;padding:2px 4px}table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right}</style></head>
 <body>
 <h1>${xml(title)}</h1>
-<p>Text: <code>${xml(r.model ? r.tokens[0].map(asText).join('') : r.tokens[shown.sentence].join(' '))}</code></p>
+<p>Text: <code>${xml(r.model ? tokensAsText(r.tokens[0], r.model.modelType === 'bert').join('') : r.tokens[shown.sentence].join(' '))}</code></p>
 ${heatmapSvg(title, shown.view)}
 <p>Computed by attention-wasm ${xml(engineInfo().features.version)} (${xml(engineInfo().build)} build): <code>${xml(r.call)}</code></p>
 ${scores}

@@ -13,7 +13,7 @@ import { MIN_SPAN } from './scores.js';
 import { NeuronView } from './neuron-view.js';
 import { headAverage } from './checks.js';
 import { customEditing, isCustomCell, setCustomCell } from './controls-view.js';
-import { KIND_NAMES, $, asText, formatNumber, modelHead, shortLabel, visible } from './page.js';
+import { KIND_NAMES, $, formatNumber, modelHead, shortLabel, tokensAsText, visible } from './page.js';
 
 const ALL_LINES_LIMIT = 4096; // below this many cells the lines view shows every query at once
 
@@ -81,7 +81,8 @@ export function show(shown) {
   state.shown = shown;
   if (state.sentence >= shown.N) state.sentence = 0;
   if (headsChanged) {
-    state.lockedHead = !shown.model ? null : state.guided && shown.kind === 'model' ? inductionHead(shown.model) : 0;
+    // An opened model starts on its strongest induction head; the trained model on it in the guided run.
+    state.lockedHead = !shown.model ? null : shown.kind === 'opened' || (state.guided && shown.kind === 'model') ? inductionHead(shown.model) : 0;
     state.hoverHead = null;
     state.zoom = null;
     buildThumbnails();
@@ -452,10 +453,11 @@ function drawText(view, query) {
   const row = query ?? grid.rows - 1;
   const i = grid.row + row;
   const generatedFrom = r.kind === 'model' && state.generatedFrom !== null ? state.generatedFrom : r.n;
-  const spans = view.colTokens.slice(0, r.n).map((token, j) => {
+  const texts = tokensAsText(view.colTokens.slice(0, r.n), r.model.modelType === 'bert');
+  const spans = texts.map((text, j) => {
     const span = document.createElement('span');
     span.className = 'text-token';
-    span.textContent = asText(token);
+    span.textContent = text;
     span.dataset.token = String(j);
     const k = j - grid.col;
     if (k < 0 || k >= grid.cols) {

@@ -21,7 +21,7 @@ import { checkResult } from './checks.js';
 import { counts, inputError, isIdle, recycle, startWorker } from './compute.js';
 import { bindControls, currentRequest, fileName } from './controls-view.js';
 import { engineInfo, showFeatures, showTimes } from './engine-view.js';
-import { bindExport } from './export-view.js';
+import { bindExport, forgetDownloads } from './export-view.js';
 import { bindGeneration, onTyped, showModel, stillGenerating, stopGeneration, syncRepeatButton } from './generation-view.js';
 import { bindHeatmap, guide, resetZoom, show, viewState, zoomWindow } from './heatmap-view.js';
 import { bindModelView } from './model-view.js';
@@ -36,6 +36,7 @@ let shown = null; // the result on screen: the worker's result plus { request, i
 function accept(job, result) {
   const previous = shown;
   shown = { ...result, request: job.request, id: job.id };
+  if (previous && (previous.kind !== shown.kind || previous.model?.name !== shown.model?.name)) forgetDownloads();
   show(shown);
   // The views now read the new result: the model's last pictures go back to the worker.
   if (previous?.kind === 'model') recycle(previous.weights);

@@ -41,8 +41,17 @@ export const modelHead = (index, heads) => ({ layer: Math.floor(index / heads), 
  */
 export const visible = (token) => token.replace(/[ Ġ▁]/g, '␣').replace(/[\nĊ]/g, '↵');
 
-/** A token as the text it stands for, in running text (WordPiece's ## joins the word before). */
-export const asText = (token) => token.replace(/[Ġ▁]/g, ' ').replaceAll('Ċ', '\n').replace(/^##/, '');
+/**
+ * Tokens as the text they stand for, in running text, one string a token: byte-level BPE's Ġ and
+ * SentencePiece's ▁ are spaces; WordPiece (BERT, `wordPiece`) writes none, so a space goes before
+ * each token as Hugging Face's decode joins them ("[CLS] the cat sat."): not before the first, a
+ * ## piece, nor where its clean-up takes the space out (before . ? ! , and ', after ').
+ */
+export const tokensAsText = (tokens, wordPiece = false) => tokens.map((token, i) => {
+  if (!wordPiece) return token.replace(/[Ġ▁]/g, ' ').replaceAll('Ċ', '\n');
+  if (token.startsWith('##')) return token.slice(2);
+  return i === 0 || /^[.?!,']$/.test(token) || tokens[i - 1] === "'" ? token : ` ${token}`;
+});
 
 /** Labels on the canvases stay short; the readout shows the whole token. */
 export const shortLabel = (token) => (token.length > 14 ? `${token.slice(0, 13)}…` : visible(token));

@@ -60,6 +60,13 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     const [layers, heads, t] = [ref.attentions.shape[0], ref.attentions.shape[1], ref.ids.length];
     const result = await readResult(page);
     assert.deepEqual(result.tokens, [ref.tokens]);
+    // It opens on its strongest induction head (on the standard sequence).
+    const strongest = result.model.scores.reduce((best, s, i, all) => (s.induction > all[best].induction ? i : best), 0);
+    assert.equal(result.view.head, strongest, `${name}: opens on head ${result.view.head}, the strongest is ${strongest}`);
+    // The last model's download links are gone.
+    assert.equal(await page.locator('.downloads a:not([hidden])').count(), 0, `${name}: no download link of another model`);
+    // The coloured text reads as the tokenizer's decode: BERT's WordPiece tokens spaced.
+    if (name === 'bert') assert.match(await page.textContent('#text-view'), /^\[CLS\] the cat sat on the mat\. the ?n the cat \[MASK\] on the \[SEP\]$/);
     assert.deepEqual(result.shape, [1, layers * heads, t, t]);
     assert.equal(result.checks.maxMaskedWeight, 0);
     const cells = await page.$$eval('.grid-cell', (all) => all.map((cell) => [Number(cell.dataset.layer), Number(cell.dataset.head)]));
