@@ -25,10 +25,14 @@ export function describe(value) {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return value.length <= 8 ? `[${value.map(describe).join(', ')}]` : `an Array of length ${value.length}`;
+  // A DataView has no length: its size is in bytes.
+  if (value instanceof DataView) return `DataView(${value.byteLength} bytes)`;
   if (ArrayBuffer.isView(value)) return `${value.constructor.name}(${value.length})`;
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === 'object') return value.constructor && value.constructor !== Object ? value.constructor.name : 'an object';
-  return String(value);
+  // Not its source text; and 2n is not the number 2.
+  if (typeof value === 'function') return value.name ? `the function ${value.name}` : 'a function';
+  return typeof value === 'bigint' ? `${value}n` : String(value);
 }
 
 export function shapeString(shape) {

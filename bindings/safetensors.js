@@ -131,13 +131,61 @@ function namesInFileOrder(text) {
   return names;
 }
 
+// Where the JSON object that `bytes` start with ends (the offset past its closing brace), or -1
+// when it does not close within them. Read on the bytes: every byte of a multi-byte UTF-8
+// character is ≥ 0x80, so none reads as a quote, a backslash or a bracket.
+function objectEnd(bytes) {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (inString) {
+      if (b === 0x5c) i++;
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x7b || b === 0x5b) depth++;
+    else if ((b === 0x7d || b === 0x5d) && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+const isJsonSpace = (b) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+
+// The first byte of `bytes` (which do not decode) at which UTF-8 fails: the longest prefix that
+// decodes as a stream (an unfinished character at its end is no error yet) ends there.
+function firstNonUtf8(bytes) {
+  let good = 0;
+  let bad = bytes.length;
+  while (bad - good > 1) {
+    const mid = (good + bad) >> 1;
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, mid), { stream: true });
+      good = mid;
+    } catch {
+      bad = mid;
+    }
+  }
+  return good;
+}
+
 function parseHeader(headerBytes) {
+  // A header size that disagrees with the JSON would otherwise read as bytes that are not UTF-8
+  // (a size reaching into the tensors' data) or as broken JSON: name the size instead.
+  const start = headerBytes.findIndex((b) => !isJsonSpace(b));
+  if (headerBytes[start] === 0x7b) {
+    const size = "a header size (the file's first 8 bytes) that ends the header with its JSON object";
+    let end = objectEnd(headerBytes);
+    if (end < 0) throw new AttentionError('bytes', size, `${headerBytes.length}, which ends inside the object`);
+    while (isJsonSpace(headerBytes[end])) end++; // the spaces that pad it
+    const past = headerBytes.length - end;
+    if (past) throw new AttentionError('bytes', `${size} and the spaces after it: ${end}`, `${headerBytes.length}, ${past} byte${past > 1 ? 's' : ''} past them`);
+  }
   let text;
   try {
     // ignoreBOM keeps a byte-order mark in the text, where JSON.parse refuses it, as the reference does.
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(headerBytes);
   } catch {
-    throw new AttentionError('bytes', 'a header of UTF-8 JSON', 'bytes that are not UTF-8');
+    throw new AttentionError('bytes', 'a header of UTF-8 JSON', `bytes that are not UTF-8 (at byte ${firstNonUtf8(headerBytes)} of the header)`);
   }
   let header;
   try {
@@ -157,8 +205,10 @@ function parseHeader(headerBytes) {
 }
 
 function checkMetadata(metadata) {
-  const ok = metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) && Object.values(metadata).every((v) => typeof v === 'string');
-  if (!ok) throw new AttentionError(`bytes: ${METADATA_KEY}`, 'an object of strings', describe(metadata));
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+    throw new AttentionError(`bytes: ${METADATA_KEY}`, 'an object of strings', describe(metadata));
+  for (const [key, value] of Object.entries(metadata))
+    if (typeof value !== 'string') throw new AttentionError(`bytes: ${METADATA_KEY}['${key}']`, 'a string (the format keeps metadata as strings)', describe(value));
 }
 
 function checkDtype(dtype, argument) {

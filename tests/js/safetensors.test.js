@@ -256,7 +256,7 @@ describe('loadSafetensors: malformed files', () => {
     ['a header that is a string', safetensorsFile('"f32"'), 'bytes', ['JSON object']],
     ['a header that is null', safetensorsFile('null'), 'bytes', ['null']],
     ['a name given twice', safetensorsFile('{"w":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}', new Uint8Array(4)), 'bytes', ["'w'", 'once']],
-    ['__metadata__ with a number', editedHeader((h) => (h.__metadata__.version = 2)), 'bytes: __metadata__', ['an object of strings']],
+    ['__metadata__ with a number', editedHeader((h) => (h.__metadata__.version = 2)), "bytes: __metadata__['version']", ['expected a string', 'got 2']],
     ['__metadata__ that is a string', editedHeader((h) => (h.__metadata__ = 'pt')), 'bytes: __metadata__', []],
     ['an entry that is a number', editedHeader((h) => (h.f32 = 5)), "bytes: tensor 'f32'", ['dtype, shape, data_offsets', '5']],
     ['an entry that is an array', editedHeader((h) => (h.f32 = [])), "bytes: tensor 'f32'", []],
