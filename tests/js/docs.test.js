@@ -14,6 +14,13 @@
 //   cannot run as a script, browser-only code (a Worker) and bundler configuration, whose example
 //   apps the browser tests run.
 //
+// JS blocks must also be syntax that Node 20 (the package's floor, engines.node) parses, whichever
+// Node runs this test: api.md once said, in prose that nothing ran, that `using attn = await
+// init()` disposes, which is a SyntaxError in Node 20's JavaScript; the one block with `using`
+// is TypeScript, which passes because its compiler (tsc, and esbuild here) turns `using` into
+// try/finally. esbuild, asked for the floor, rewrites the syntax the floor lacks (conservatively:
+// a regular expression with the v flag too, which Node 20 has).
+//
 // It also checks what the docs promise about themselves: the README's length and its two
 // commands, and that every link and every file they name stays inside the repository.
 import assert from 'node:assert/strict';
@@ -23,9 +30,13 @@ import { dirname, join, normalize, relative, resolve } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
+import { transformSync } from 'esbuild';
+
 import { REPO_ROOT } from './helpers.js';
 
 const run = promisify(execFile);
+// The oldest Node the package supports, as esbuild names it: 'node20'.
+const FLOOR = `node${/\d+/.exec(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).engines.node)[0]}`;
 const OUT = join(REPO_ROOT, 'build/doctest');
 const RUN_LANGS = new Set(['js', 'javascript', 'mjs', 'ts']);
 const EXCERPT = /^<!--\s*excerpt of:\s*(\S+)\s*-->$/;
@@ -100,13 +111,23 @@ function checkTypes() {
   return typeCheck;
 }
 
+/** The lines of `code` (JavaScript, as esbuild prints it) that esbuild rewrites for the floor: none if it has their syntax. */
+function beyondFloor(code) {
+  const asIs = transformSync(code, { format: 'esm', target: 'esnext' }).code;
+  const lowered = new Set(transformSync(code, { format: 'esm', target: FLOOR }).code.split('\n'));
+  return asIs.split('\n').filter((line) => !lowered.has(line));
+}
+
 async function script(block) {
-  if (block.lang !== 'ts') return block.code;
+  if (block.lang !== 'ts') {
+    assert.deepEqual(beyondFloor(block.code), [], `uses syntax ${FLOOR} (engines.node) does not have`);
+    return block.code;
+  }
   const errors = await checkTypes();
   const own = errors.split('\n').filter((line) => line.includes(`${block.name}.ts`));
   assert.deepEqual(own, [], `tsc:\n${own.join('\n')}`);
-  const { transformSync } = await import('esbuild');
-  return transformSync(block.code, { loader: 'ts', format: 'esm', target: 'node20' }).code;
+  // Compiled for the floor, as tsc compiles for its target (`using` included).
+  return transformSync(block.code, { loader: 'ts', format: 'esm', target: FLOOR }).code;
 }
 
 for (const { file, blocks } of SUITES) {
