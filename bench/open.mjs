@@ -32,6 +32,9 @@
 //                  it, as the model's own reads find it);
 //   linear_gflops  our Linear's rate on the model's MLP (gate, up and down, in the dtype the
 //                  model holds, 256 rows) in the same child, after the model is disposed;
+//   fault_us       what a page of fresh memory costs here (µs per 4 KiB touched the first time),
+//                  against the child's open_faults and forward_faults (minor page faults during
+//                  the open and the first forward, process.resourceUsage());
 //   roofline_ms    Σ over the parts p (each layer, and the head) of
 //                  max(bytes_p ÷ read rate, flops_p ÷ Linear rate), where bytes_p are the part's
 //                  bytes in the file and flops_p = 2·tokens·(its matrices' parameters) plus, for
@@ -220,6 +223,14 @@ export async function writeCheckpoint(folder, config, { dtype = 'bf16', seed = 1
   return { file, bytes: headerBytes + offset, headerBytes, tensors, ms: performance.now() - start };
 }
 
+/** µs per 4 KiB page of memory touched for the first time (a fresh buffer's page faults), over 64 MiB. */
+export function pageFaultUs() {
+  const bytes = new Uint8Array(64 * 2 ** 20);
+  const start = performance.now();
+  for (let i = 0; i < bytes.length; i += 4096) bytes[i] = 1;
+  return ((performance.now() - start) * 1000) / (bytes.length / 4096);
+}
+
 /** GB/s of one plain read of `file` through a 64 MiB buffer. */
 export async function readRate(file) {
   const handle = await open(file, 'r');
@@ -405,20 +416,25 @@ async function oursChild({ folder, threads, tokens, vocab, hidden, inner, runs, 
   const ids = idsOf(tokens, vocab);
   const result = { build: attn.build };
   // 'auto' holds BF16 as bf16; a build whose Linear has no bf16 yet gets the f16 copy (exact for these weights).
+  let faults = process.resourceUsage().minorPageFault;
   let start = performance.now(), model, dtypeNote = null;
   try {
     model = await openModel(attn, folder, {});
   } catch (error) {
     if (!/bf16/.test(String(error?.message))) throw error;
     dtypeNote = `bf16 unsupported by this build (${String(error.message).split('\n')[0].slice(0, 80)}): opened as f16`;
+    faults = process.resourceUsage().minorPageFault;
     start = performance.now();
     model = await openModel(attn, folder, { dtype: 'f16' });
   }
   result.open_ms = performance.now() - start;
+  result.open_faults = process.resourceUsage().minorPageFault - faults;
   Object.assign(result, { dtype: model.dtype, streamed: model.streamed, weight_bytes: model.weightBytes, dtype_note: dtypeNote });
+  faults = process.resourceUsage().minorPageFault;
   start = performance.now();
   await model.forward(ids, { logits: 'last' });
   result.forward_ms = performance.now() - start;
+  result.forward_faults = process.resourceUsage().minorPageFault - faults;
   if (secondForward) {
     start = performance.now();
     await model.forward(ids, { logits: 'last' });
@@ -563,6 +579,7 @@ async function main() {
     ['read GB/s', 9, (r) => r.read_gbps.toFixed(2)], ['Linear GF/s', 11, (r) => r.linear_gflops.toFixed(1)],
     ['roofline', 8, (r) => r.roofline_ms.toFixed(0)], ['÷ roof', 6, (r) => ((r.open_ms + r.forward_ms) / r.roofline_ms).toFixed(2)],
     ['peak RSS MiB', 12, (r) => r.peak_rss_mib.toFixed(0)],
+    ['faults', 7, (r) => `${((r.open_faults + r.forward_faults) / 1000).toFixed(0)}k`], ['× µs', 6, (r) => ((r.open_faults + r.forward_faults) * r.fault_us / 1000).toFixed(0)],
   ]);
   const versus = columnTable([
     ['model', 24, (r) => r.model, 'left'], ['thr', 3, (r) => r.threads], ['ours f32 ms', 11, (r) => r.ours_ms.toFixed(0)],
@@ -591,7 +608,8 @@ async function main() {
       const folder = path.join(root, name);
       const checkpoint = await writeCheckpoint(folder, config);
       const gbps = await readRate(checkpoint.file);
-      console.log(`${model}: ${(params / 1e6).toFixed(0)}M parameters, model.safetensors ${(checkpoint.bytes / 1e9).toFixed(2)} GB written in ${(checkpoint.ms / 1000).toFixed(1)} s; read back at ${gbps.toFixed(2)} GB/s (disk ${(free / 1e9).toFixed(0)} GB free before)`);
+      const faultUs = pageFaultUs();
+      console.log(`${model}: ${(params / 1e6).toFixed(0)}M parameters, model.safetensors ${(checkpoint.bytes / 1e9).toFixed(2)} GB written in ${(checkpoint.ms / 1000).toFixed(1)} s; read back at ${gbps.toFixed(2)} GB/s (disk ${(free / 1e9).toFixed(0)} GB free before); a fresh page costs ${faultUs.toFixed(1)} µs`);
       let onnx = null;
       if (ortFits) {
         onnx = await writeOnnx(path.join(root, `${name}-onnx`), config, checkpoint, tokens);
@@ -626,6 +644,7 @@ async function main() {
           impl: 'model-open', model, params, tokens, threads, open_ms: ours.open_ms, forward_ms: ours.forward_ms, read_gbps: gbps,
           linear_gflops: ours.linear_gflops, roofline_ms: rooflineMs(parts, gbps, ours.linear_gflops), peak_rss_mib: ours.peak_rss_mib,
           streamed: ours.streamed, forward2_ms: ours.forward2_ms, dtype: ours.dtype, weight_bytes: ours.weight_bytes, build: ours.build,
+          open_faults: ours.open_faults, forward_faults: ours.forward_faults, fault_us: faultUs,
         };
         rows.push(row);
         openRows.push(row);
@@ -650,7 +669,8 @@ async function main() {
   }
 
   console.log(`\nopen + forward of ${tokens} tokens (last position's logits), each row its own process; fwd2: a second forward;`);
-  console.log('roofline = Σ over layers and head of max(bytes ÷ read rate, flops ÷ Linear rate); ÷ roof = (open + fwd) ÷ roofline');
+  console.log('roofline = Σ over layers and head of max(bytes ÷ read rate, flops ÷ Linear rate); ÷ roof = (open + fwd) ÷ roofline;');
+  console.log('faults: page faults (fresh memory) during open + fwd, × µs: their count times the cost of one, in ms');
   console.log(table.header());
   for (const row of openRows) console.log(table.row(row));
   if (versusRows.length) {
