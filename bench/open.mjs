@@ -42,13 +42,15 @@
 //                  flops are one row's (2·vocab·hidden). Reading overlaps computing in the ideal,
 //                  so open + forward of a resident model and a streamed forward have one roofline.
 // Rows `model-forward-f32` and `ort-web-model-forward`: the same bf16 checkpoint opened with
-// dtype 'f32' (weights widened exactly) against onnxruntime-web's wasm backend running an ONNX
-// graph the bench writes from that checkpoint (f32 weights as external data: Gather, per layer
-// SimplifiedLayerNormalization, MatMul, com.microsoft GroupQueryAttention with its rotary
-// embedding from cos/sin caches of the model's RoPE, Sigmoid·Mul, Add; the head a Gemm on the last
-// position), forward_ms the median of warm runs after one warm-up (each in its own child); the
-// last position's logits are compared between the two (max_abs_err). onnxruntime-web's wasm32
-// memory ends at 4 GiB: a model whose f32 weights do not fit is said so and not run.
+// dtype 'f32' (weights widened exactly; the default residentBytes, so a model whose f32 weights
+// pass 1 GiB streams: our wasm memory ends at 2 GiB) against onnxruntime-web's wasm backend
+// running an ONNX graph the bench writes from that checkpoint (f32 weights as external data:
+// Gather, per layer SimplifiedLayerNormalization, MatMul, com.microsoft GroupQueryAttention with
+// its rotary embedding from cos/sin caches of the model's RoPE, Sigmoid·Mul, Add; the head a Gemm
+// on the last position), forward_ms the median of warm runs after one warm-up (each in its own
+// child); the last position's logits are compared between the two (max_abs_err).
+// onnxruntime-web's wasm32 memory ends at 4 GiB: a model whose f32 weights do not fit is said so
+// and not run.
 // Goals: open + forward ≤ 1.5 × roofline; Llama-3.2-1B streamed with a peak RSS under 768 MiB;
 // Llama-3.1-8B runs (our wasm memory ends at 2 GiB); our f32 forward ≤ 0.7 × onnxruntime-web's.
 import { spawn } from 'node:child_process';
