@@ -1,17 +1,23 @@
 // Embind glue: marshalling only. The public API, its validation and its errors live in the ESM
 // layer (index.js and friends). Every entry point returns a Status object or null (or a value);
 // no C++ exception exists in the core, so none can cross into JS (each one that escapes leaks 48
-// bytes of the C stack, and the module traps after ~100k). The options of SDPA, RoPE, the KV cache
-// and GroupedQueryAttention cross as the core's own structs (value_object, enum_), as CanvasKit
-// passes its style objects: an option added later touches the JS API, the struct and the engine.
+// bytes of the C stack, and the module traps after ~100k). Every entry point takes the core's own
+// structs (value_object, enum_), as CanvasKit passes its style objects: tensors and masks as
+// views, a module's configuration and each call's options as the structs its engine reads. A
+// field JS leaves undefined keeps the struct's default, so each default is stated once, in the
+// core, and a created module reports its configuration back as the core resolved it. An option
+// added later touches the JS API, the struct (here, its one registration line) and the engine.
 #include <emscripten/bind.h>
+#include <emscripten/emscripten.h>
 #include <emscripten/val.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "additive_attention.h"
@@ -24,37 +30,18 @@
 #include "relative_attention.h"
 #include "self_attention.h"
 
+// A JS array of dimensions into `dims` in one call (through emval, each dimension took some five
+// calls across the boundary); its length, at most `capacity`.
+EM_JS(int, read_dims, (emscripten::EM_VAL handle, double* dims, int capacity), {
+  var array = Emval.toValue(handle);
+  var rank = Math.min(array.length, capacity);
+  for (var axis = 0; axis < rank; ++axis) HEAPF64[(dims >> 3) + axis] = array[axis];
+  return rank;
+});
+
 namespace {
 
-using emscripten::typed_memory_view;
 using emscripten::val;
-
-// Shapes travel in an int32 block the JS layer owns: per slot, a rank followed by kMaxRank
-// dimensions. Slot order per entry point: query, key, value, then the masks.
-constexpr int kShapeSlots = 1 + attn::kMaxRank;
-
-attn::Shape read_shape(uintptr_t shapes, int index) {
-  const int32_t* slots = reinterpret_cast<const int32_t*>(shapes) + index * kShapeSlots;
-  attn::Shape shape;
-  shape.rank = slots[0];
-  for (int axis = 0; axis < shape.rank; ++axis) shape[axis] = slots[1 + axis];
-  return shape;
-}
-
-attn::TensorView read_tensor(uintptr_t shapes, int index, uintptr_t data) {
-  return {reinterpret_cast<const float*>(data), read_shape(shapes, index)};
-}
-
-// type: 0 none, 1 boolean (uint8), 2 additive (float32), as attn::MaskType.
-attn::MaskView read_mask(uintptr_t shapes, int index, int type, uintptr_t data, bool true_means_masked) {
-  attn::MaskView mask;
-  mask.type = static_cast<attn::MaskType>(type);
-  if (!mask.present()) return mask;
-  mask.data = reinterpret_cast<const void*>(data);
-  mask.shape = read_shape(shapes, index);
-  mask.true_means_masked = true_means_masked;
-  return mask;
-}
 
 val to_js(const attn::Status& status) {
   if (status.ok()) return val::null();
@@ -80,39 +67,107 @@ val shapes_to_js(const attn::Shape& output, const attn::Shape& weights) {
   return result;
 }
 
-// ---- options as structs ---------------------------------------------------------------------
-// JS sees pointers, 64-bit integers and shapes as numbers and arrays, and an absent optional as
-// undefined; these setters convert each field, so that value_object takes the core's structs as
-// they are. The structs only ever travel from JS, so no field needs a getter of its own: one that
-// reads nothing serves them all (each real getter cost the page about 60 bytes).
+// ---- the core's structs ---------------------------------------------------------------------
+// JS sees pointers, 64-bit integers, enums and shapes as numbers and arrays, and an absent
+// optional as undefined; the accessors below convert each field, so that value_object takes the
+// core's structs as they are. Every field is named in the object JS gives (Embind requires it),
+// and a number field JS leaves undefined arrives as NaN and keeps the struct's default: each
+// default is stated once, in the core (JS sends booleans and enum values as numbers too, for
+// that). Options only travel from JS, so their fields are never read; a configuration travels
+// back once its module exists (create()), its `read_` fields giving what JS did not: the
+// defaults and what the core derived.
+//
+// One accessor per kind and storage type serves every struct: the context Embind hands it is
+// the field's offset (a per-field accessor would cost the page some 20 bytes a field).
+
+namespace field {
+
+using emscripten::internal::BindingType;
+using emscripten::EM_VAL;
+
+template <class T>
+T& at(size_t offset, char* s) {
+  return *reinterpret_cast<T*>(s + offset);
+}
+template <class T>
+const T& at(size_t offset, const char* s) {
+  return *reinterpret_cast<const T*>(s + offset);
+}
+
+// Bool, enum_ and value_object fields, as Embind's own.
+template <class T>
+typename BindingType<T>::WireType get_plain(size_t offset, const char* s) {
+  return BindingType<T>::toWireType(at<T>(offset, s));
+}
+template <class T>
+void set_plain(size_t offset, char* s, typename BindingType<T>::WireType value) {
+  at<T>(offset, s) = BindingType<T>::fromWireType(value);
+}
+
+template <class T>
+void set_number(size_t offset, char* s, double value) {
+  if (value != value) return;  // undefined: the default
+  if constexpr (std::is_enum_v<T>)
+    at<T>(offset, s) = static_cast<T>(static_cast<int>(value));
+  else if constexpr (std::is_pointer_v<T>)
+    at<T>(offset, s) = reinterpret_cast<T>(static_cast<uintptr_t>(value));
+  else
+    at<T>(offset, s) = static_cast<T>(value);
+}
+// Booleans as booleans, enums as their values, other numbers as doubles.
+template <class T>
+auto get_number(size_t offset, const char* s) {
+  const T& value = at<T>(offset, s);
+  if constexpr (std::is_same_v<T, bool>)
+    return value;
+  else if constexpr (std::is_enum_v<T>)
+    return static_cast<int>(value);
+  else
+    return static_cast<double>(value);
+}
+
+// std::optional<T>: undefined or null is none.
+template <class T>
+void set_optional(size_t offset, char* s, EM_VAL handle) {
+  const val value = val::take_ownership(handle);
+  std::optional<T>& field = at<std::optional<T>>(offset, s);
+  if (value.isUndefined() || value.isNull())
+    field.reset();
+  else
+    field = static_cast<T>(value.as<double>());
+}
+template <class T>
+EM_VAL get_optional(size_t offset, const char* s) {
+  const std::optional<T>& field = at<std::optional<T>>(offset, s);
+  return BindingType<val>::toWireType(field ? val(static_cast<double>(*field)) : val::null());
+}
+
+void set_shape(size_t offset, char* s, EM_VAL handle) {
+  attn::Shape& shape = at<attn::Shape>(offset, s);
+  double dims[attn::kMaxRank];
+  // The JS layer refuses ranks past kMaxRank, naming the argument; this only keeps the array whole.
+  shape.rank = read_dims(handle, dims, attn::kMaxRank);
+  for (int axis = 0; axis < shape.rank; ++axis) shape[axis] = static_cast<int64_t>(dims[axis]);
+  val::take_ownership(handle);  // released
+}
+
+EM_VAL unread(size_t, const char*) { return BindingType<val>::toWireType(val::undefined()); }
+
+}  // namespace field
 
 template <class Member>
 struct MemberOf;
 template <class Struct_, class Type_>
 struct MemberOf<Type_ Struct_::*> {
-  using Struct = Struct_;
   using Type = Type_;
 };
-
 template <auto member>
-struct Field {
-  using S = typename MemberOf<decltype(member)>::Struct;
-  using T = typename MemberOf<decltype(member)>::Type;
-
-  static void set_number(S& s, double value) { s.*member = static_cast<T>(value); }
-  static void set_pointer(S& s, double value) { s.*member = reinterpret_cast<T>(static_cast<uintptr_t>(value)); }
-  static void set_optional(S& s, val value) {
-    if (value.isUndefined() || value.isNull())
-      (s.*member).reset();
-    else
-      s.*member = static_cast<typename T::value_type>(value.as<double>());
-  }
-  static void set_shape(S& s, val dims) {
-    attn::Shape& shape = s.*member;
-    // The JS layer refuses ranks past kMaxRank, naming the argument; this only keeps the array whole.
-    shape.rank = std::min(dims["length"].as<int>(), attn::kMaxRank);
-    for (int axis = 0; axis < shape.rank; ++axis) shape[axis] = static_cast<int64_t>(dims[axis].as<double>());
-  }
+using TypeOf = typename MemberOf<decltype(member)>::Type;
+template <class T>
+struct OptionalOf;
+template <class T>
+struct OptionalOf<std::optional<T>> {
+  using Type = T;
 };
 
 // value_object<S> with a method per kind of field; registered when it goes out of scope.
@@ -120,26 +175,54 @@ template <class S>
 class Struct {
  public:
   explicit Struct(const char* name) : object_(name) {}
-  // bool, enum_ and value_object fields, as they are.
+  // Enum values JS always gives, booleans whose default is false, and value_object fields.
   template <auto member>
   Struct& plain(const char* name) {
-    object_.field(name, member);
-    return *this;
+    using T = TypeOf<member>;
+    return field<T, T>(name, offset<member>(), &field::get_plain<T>, &field::set_plain<T>);
   }
   template <auto member>
-  Struct& number(const char* name) { return field(name, &Field<member>::set_number); }
+  Struct& number(const char* name) {
+    return field<val, double>(name, offset<member>(), &field::unread, &field::set_number<TypeOf<member>>);
+  }
   template <auto member>
-  Struct& pointer(const char* name) { return field(name, &Field<member>::set_pointer); }
+  Struct& pointer(const char* name) { return number<member>(name); }
   template <auto member>
-  Struct& optional(const char* name) { return field(name, &Field<member>::set_optional); }
+  Struct& optional(const char* name) {
+    return field<val, val>(name, offset<member>(), &field::unread,
+                           &field::set_optional<typename OptionalOf<TypeOf<member>>::Type>);
+  }
   template <auto member>
-  Struct& shape(const char* name) { return field(name, &Field<member>::set_shape); }
+  Struct& shape(const char* name) {
+    return field<val, val>(name, offset<member>(), &field::unread, &field::set_shape);
+  }
+  template <auto member>
+  Struct& read_number(const char* name) {
+    using T = TypeOf<member>;
+    using R = decltype(field::get_number<T>(0, nullptr));
+    return field<R, double>(name, offset<member>(), &field::get_number<T>, &field::set_number<T>);
+  }
+  template <auto member>
+  Struct& read_optional(const char* name) {
+    using T = typename OptionalOf<TypeOf<member>>::Type;
+    return field<val, val>(name, offset<member>(), &field::get_optional<T>, &field::set_optional<T>);
+  }
 
  private:
-  static val unread(const S&) { return val::undefined(); }
-  template <class Setter>
-  Struct& field(const char* name, Setter set) {
-    object_.field(name, &unread, set);
+  // The member's offset, from the address arithmetic alone (constant once compiled).
+  template <auto member>
+  static size_t offset() {
+    alignas(S) char storage[sizeof(S)];
+    const S* s = reinterpret_cast<const S*>(storage);
+    return static_cast<size_t>(reinterpret_cast<const char*>(&(s->*member)) - storage);
+  }
+  template <class Read, class Written, class Getter, class Setter>
+  Struct& field(const char* name, size_t offset, Getter get, Setter set) {
+    using namespace emscripten::internal;
+    void* context = reinterpret_cast<void*>(offset);
+    _embind_register_value_object_field(TypeID<S>::get(), name, TypeID<Read>::get(), getSignature(get),
+                                        reinterpret_cast<GenericFunction>(get), context, TypeID<Written>::get(),
+                                        getSignature(set), reinterpret_cast<GenericFunction>(set), context);
     return *this;
   }
 
@@ -167,11 +250,11 @@ void register_structs() {
   Struct<IdsView>("_Ids").pointer<&IdsView::data>("data").shape<&IdsView::shape>("shape");
   Struct<SdpaOptions>("_SdpaOptions")
       .plain<&SdpaOptions::attn_mask>("attnMask")
-      .plain<&SdpaOptions::causal>("causal")
+      .number<&SdpaOptions::causal>("causal")
       .optional<&SdpaOptions::scale>("scale")
       .number<&SdpaOptions::dropout_p>("dropoutP")
       .number<&SdpaOptions::seed>("seed")
-      .plain<&SdpaOptions::enable_gqa>("enableGqa")
+      .number<&SdpaOptions::enable_gqa>("enableGqa")
       .optional<&SdpaOptions::window>("window")
       .optional<&SdpaOptions::softcap>("softcap")
       .plain<&SdpaOptions::alibi>("alibi")
@@ -190,14 +273,14 @@ void register_structs() {
       .value("llama3", RopeType::llama3)
       .value("given", RopeType::given);
   Struct<RopeScaling>("_RopeScaling")
-      .plain<&RopeScaling::type>("type")
+      .number<&RopeScaling::type>("type")
       .optional<&RopeScaling::factor>("factor")
       .optional<&RopeScaling::attention_factor>("attentionFactor")
       .optional<&RopeScaling::beta_fast>("betaFast")
       .optional<&RopeScaling::beta_slow>("betaSlow")
       .optional<&RopeScaling::mscale>("mscale")
       .optional<&RopeScaling::mscale_all_dim>("mscaleAllDim")
-      .plain<&RopeScaling::truncate>("truncate")
+      .number<&RopeScaling::truncate>("truncate")
       .optional<&RopeScaling::low_freq_factor>("lowFreqFactor")
       .optional<&RopeScaling::high_freq_factor>("highFreqFactor")
       .optional<&RopeScaling::original_max_position_embeddings>("originalMaxPositionEmbeddings")
@@ -213,7 +296,7 @@ void register_structs() {
       .number<&RopeOptions::offset>("offset")
       .number<&RopeOptions::base>("base")
       .optional<&RopeOptions::rotary_dim>("rotaryDim")
-      .plain<&RopeOptions::interleaved>("interleaved")
+      .number<&RopeOptions::interleaved>("interleaved")
       .plain<&RopeOptions::scaling>("scaling");
   using attn::KVCacheConfig, attn::CacheAttendOptions;
   Struct<KVCacheConfig>("_KVCacheConfig")
@@ -244,31 +327,31 @@ void register_structs() {
       .value("head", QkNormScope::head)
       .value("all", QkNormScope::all);
   Struct<QkNorm>("_QkNorm")
-      .plain<&QkNorm::scope>("scope")
-      .number<&QkNorm::eps>("eps")
-      .plain<&QkNorm::unit_offset>("unitOffset");
+      .read_number<&QkNorm::scope>("scope")
+      .read_number<&QkNorm::eps>("eps")
+      .read_number<&QkNorm::unit_offset>("unitOffset");
   Struct<GroupedQueryAttentionConfig>("_GroupedQueryAttentionConfig")
       .number<&GroupedQueryAttentionConfig::hidden_size>("hiddenSize")
       .number<&GroupedQueryAttentionConfig::num_heads>("numHeads")
       .number<&GroupedQueryAttentionConfig::num_key_value_heads>("numKeyValueHeads")
-      .number<&GroupedQueryAttentionConfig::head_dim>("headDim")
-      .plain<&GroupedQueryAttentionConfig::qkv_bias>("qkvBias")
-      .plain<&GroupedQueryAttentionConfig::output_bias>("outputBias")
-      .number<&GroupedQueryAttentionConfig::rope_base>("ropeBase")
-      .plain<&GroupedQueryAttentionConfig::rope_interleaved>("ropeInterleaved")
-      .optional<&GroupedQueryAttentionConfig::rotary_dim>("rotaryDim")
-      .optional<&GroupedQueryAttentionConfig::sliding_window>("slidingWindow")
-      .optional<&GroupedQueryAttentionConfig::softcap>("softcap")
-      .optional<&GroupedQueryAttentionConfig::scale>("scale")
+      .read_number<&GroupedQueryAttentionConfig::head_dim>("headDim")
+      .read_number<&GroupedQueryAttentionConfig::qkv_bias>("qkvBias")
+      .read_number<&GroupedQueryAttentionConfig::output_bias>("outputBias")
+      .read_number<&GroupedQueryAttentionConfig::rope_base>("ropeBase")
+      .read_number<&GroupedQueryAttentionConfig::rope_interleaved>("ropeInterleaved")
+      .read_optional<&GroupedQueryAttentionConfig::rotary_dim>("rotaryDim")
+      .read_optional<&GroupedQueryAttentionConfig::sliding_window>("slidingWindow")
+      .read_optional<&GroupedQueryAttentionConfig::softcap>("softcap")
+      .read_optional<&GroupedQueryAttentionConfig::scale>("scale")
       .plain<&GroupedQueryAttentionConfig::rope_scaling>("ropeScaling")
       .plain<&GroupedQueryAttentionConfig::qk_norm>("qkNorm")
-      .plain<&GroupedQueryAttentionConfig::dtype>("dtype");
+      .read_number<&GroupedQueryAttentionConfig::dtype>("dtype");
   using attn::LinearConfig, attn::LinearWeights;
   Struct<LinearConfig>("_LinearConfig")
       .number<&LinearConfig::in_features>("inFeatures")
       .number<&LinearConfig::out_features>("outFeatures")
-      .plain<&LinearConfig::bias>("bias")
-      .plain<&LinearConfig::dtype>("dtype");
+      .read_number<&LinearConfig::bias>("bias")
+      .read_number<&LinearConfig::dtype>("dtype");
   Struct<LinearWeights>("_LinearWeights")
       .pointer<&LinearWeights::weight>("weight")
       .plain<&LinearWeights::weight_dtype>("weightDtype")
@@ -281,6 +364,61 @@ void register_structs() {
       .plain<&GroupedQueryAttentionOptions::attention_mask>("attentionMask")
       .pointer<&GroupedQueryAttentionOptions::cache>("cache")
       .plain<&GroupedQueryAttentionOptions::head_mask>("headMask");
+  using attn::MultiheadAttentionConfig, attn::MultiheadAttentionOptions;
+  Struct<MultiheadAttentionConfig>("_MultiheadAttentionConfig")
+      .number<&MultiheadAttentionConfig::embed_dim>("embedDim")
+      .number<&MultiheadAttentionConfig::num_heads>("numHeads")
+      .read_number<&MultiheadAttentionConfig::bias>("bias")
+      .read_number<&MultiheadAttentionConfig::add_bias_kv>("addBiasKV")
+      .read_number<&MultiheadAttentionConfig::add_zero_attn>("addZeroAttn")
+      .read_number<&MultiheadAttentionConfig::kdim>("kdim")
+      .read_number<&MultiheadAttentionConfig::vdim>("vdim")
+      .read_number<&MultiheadAttentionConfig::batch_first>("batchFirst")
+      .read_number<&MultiheadAttentionConfig::dropout>("dropout");
+  Struct<MultiheadAttentionOptions>("_MultiheadAttentionOptions")
+      .plain<&MultiheadAttentionOptions::attn_mask>("attnMask")
+      .plain<&MultiheadAttentionOptions::key_padding_mask>("keyPaddingMask")
+      .number<&MultiheadAttentionOptions::need_weights>("needWeights")
+      .number<&MultiheadAttentionOptions::average_attn_weights>("averageAttnWeights")
+      .number<&MultiheadAttentionOptions::is_causal>("isCausal")
+      .number<&MultiheadAttentionOptions::seed>("seed");
+  using attn::SelfAttentionConfig, attn::SelfAttentionOptions;
+  Struct<SelfAttentionConfig>("_SelfAttentionConfig")
+      .number<&SelfAttentionConfig::embed_dim>("embedDim")
+      .number<&SelfAttentionConfig::key_size>("keySize")
+      .number<&SelfAttentionConfig::value_size>("valueSize")
+      .read_number<&SelfAttentionConfig::dropout>("dropout");
+  Struct<SelfAttentionOptions>("_SelfAttentionOptions")
+      .plain<&SelfAttentionOptions::attn_mask>("attnMask")
+      .number<&SelfAttentionOptions::seed>("seed");
+  using attn::AdditiveAttentionConfig, attn::AdditiveAttentionOptions;
+  Struct<AdditiveAttentionConfig>("_AdditiveAttentionConfig")
+      .number<&AdditiveAttentionConfig::query_size>("querySize")
+      .number<&AdditiveAttentionConfig::key_size>("keySize")
+      .number<&AdditiveAttentionConfig::hidden_size>("hiddenSize")
+      .read_number<&AdditiveAttentionConfig::dropout>("dropout");
+  Struct<AdditiveAttentionOptions>("_AdditiveAttentionOptions")
+      .plain<&AdditiveAttentionOptions::attn_mask>("attnMask")
+      .number<&AdditiveAttentionOptions::seed>("seed");
+  using attn::RelativeAttentionConfig, attn::RelativeAttentionOptions;
+  Struct<RelativeAttentionConfig>("_RelativeAttentionConfig")
+      .number<&RelativeAttentionConfig::heads>("heads")
+      .number<&RelativeAttentionConfig::d_model>("dModel")
+      .read_number<&RelativeAttentionConfig::P>("P")
+      .read_number<&RelativeAttentionConfig::dropout>("dropout");
+  Struct<RelativeAttentionOptions>("_RelativeAttentionOptions")
+      .plain<&RelativeAttentionOptions::mask>("mask")
+      .number<&RelativeAttentionOptions::seed>("seed")
+      .number<&RelativeAttentionOptions::heads_first>("headsFirst");
+  using attn::NamedTensor, attn::MergeMasksOptions;
+  Struct<NamedTensor>("_NamedTensor")
+      .plain<&NamedTensor::name>("name")
+      .plain<&NamedTensor::tensor>("tensor")
+      .plain<&NamedTensor::dtype>("dtype");
+  Struct<MergeMasksOptions>("_MergeMasksOptions")
+      .plain<&MergeMasksOptions::attn_mask>("attnMask")
+      .plain<&MergeMasksOptions::key_padding_mask>("keyPaddingMask")
+      .number<&MergeMasksOptions::heads>("heads");
 }
 
 // ---- scaled dot-product attention, rope ----------------------------------------------------
@@ -313,57 +451,24 @@ T* as(uintptr_t handle) {
   return static_cast<T*>(module_of(handle));
 }
 
-// The handle as a number, or the Status that refused the configuration.
+// { handle, config: the configuration as the core resolved it }, or the Status that refused it.
 template <class T, class Config>
-val create(const Config& config) {
+val create(const Config& requested) {
   std::unique_ptr<T> module;
-  const attn::Status s = T::create(config, &module);
+  const attn::Status s = T::create(requested, &module);
   if (!s.ok()) return to_js(s);
-  return val(static_cast<double>(reinterpret_cast<uintptr_t>(static_cast<attn::Module*>(module.release()))));
+  val made = val::object();
+  made.set("config", val(module->config()));
+  made.set("handle", static_cast<double>(reinterpret_cast<uintptr_t>(static_cast<attn::Module*>(module.release()))));
+  return made;
 }
 
 void destroy(uintptr_t handle) { delete module_of(handle); }
 void set_training(uintptr_t handle, bool training) { module_of(handle)->set_training(training); }
 
-// names: JS array of strings; pointers: JS array of heap addresses; shapes: one slot per entry;
-// dtypes: JS array of _WeightDtype values, what each entry holds.
-val load_state_dict(uintptr_t handle, val names, val pointers, uintptr_t shapes, val dtypes) {
-  std::vector<attn::NamedTensor> state_dict;
-  const int count = names["length"].as<int>();
-  for (int i = 0; i < count; ++i)
-    state_dict.push_back({names[i].as<std::string>(), read_tensor(shapes, i, pointers[i].as<uintptr_t>()),
-                          dtypes[i].as<attn::WeightDtype>()});
-  return to_js(module_of(handle)->load_state_dict(state_dict));
-}
-
-val mha_create(double embed_dim, double num_heads, bool bias, bool add_bias_kv, bool add_zero_attn, double kdim,
-               double vdim, bool batch_first, double dropout) {
-  return create<attn::MultiheadAttention>(attn::MultiheadAttentionConfig{
-      static_cast<int64_t>(embed_dim), static_cast<int64_t>(num_heads), bias, add_bias_kv, add_zero_attn,
-      static_cast<int64_t>(kdim), static_cast<int64_t>(vdim), batch_first, static_cast<float>(dropout)});
-}
-
-// Slots: query, key, value, attnMask, keyPaddingMask.
-attn::MultiheadAttentionOptions read_mha_options(uintptr_t shapes, int attn_mask_type, uintptr_t attn_mask,
-                                                 int padding_type, uintptr_t padding, bool need_weights, bool average,
-                                                 bool causal, double seed) {
-  attn::MultiheadAttentionOptions options;
-  options.attn_mask = read_mask(shapes, 3, attn_mask_type, attn_mask, /*true_means_masked=*/true);
-  options.key_padding_mask = read_mask(shapes, 4, padding_type, padding, /*true_means_masked=*/true);
-  options.need_weights = need_weights;
-  options.average_attn_weights = average;
-  options.is_causal = causal;
-  options.seed = static_cast<uint64_t>(seed);
-  return options;
-}
-
-val mha_check(uintptr_t handle, uintptr_t shapes, int attn_mask_type, int padding_type, bool need_weights,
-              bool average) {
-  const auto options = read_mha_options(shapes, attn_mask_type, 0, padding_type, 0, need_weights, average, false, 0);
-  attn::Shape output, weights;
-  const attn::Status s = as<attn::MultiheadAttention>(handle)->check_forward(
-      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2), options, &output, &weights);
-  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+// entries: a JS array of _NamedTensor.
+val load_state_dict(uintptr_t handle, val entries) {
+  return to_js(module_of(handle)->load_state_dict(emscripten::vecFromJSArray<attn::NamedTensor>(entries)));
 }
 
 // A Float32Array outside the heap, given by the JS wrapper for long inputs: the forward keeps its
@@ -372,83 +477,63 @@ class ArraySpill : public attn::SpillStore {
  public:
   explicit ArraySpill(val array) : array_(std::move(array)) {}
   void write(int64_t offset, const float* data, int64_t count) override {
-    array_.call<void>("set", val(typed_memory_view(static_cast<size_t>(count), data)), static_cast<double>(offset));
+    array_.call<void>("set", val(emscripten::typed_memory_view(static_cast<size_t>(count), data)),
+                      static_cast<double>(offset));
   }
   void read(int64_t offset, float* data, int64_t count) const override {
     const val source = array_.call<val>("subarray", static_cast<double>(offset), static_cast<double>(offset + count));
-    val(typed_memory_view(static_cast<size_t>(count), data)).call<void>("set", source);
+    val(emscripten::typed_memory_view(static_cast<size_t>(count), data)).call<void>("set", source);
   }
 
  private:
   val array_;
 };
 
-val mha_forward(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
-                int attn_mask_type, uintptr_t attn_mask, int padding_type, uintptr_t padding, bool need_weights,
-                bool average, bool causal, double seed, uintptr_t output, uintptr_t weights, val spill_array) {
-  const auto options = read_mha_options(shapes, attn_mask_type, attn_mask, padding_type, padding, need_weights,
-                                        average, causal, seed);
-  ArraySpill spill(spill_array);
-  return to_js(as<attn::MultiheadAttention>(handle)->forward(
-      read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value), options,
-      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights), spill_array.isNull() ? nullptr : &spill));
-}
-
-val self_attention_create(double embed_dim, double key_size, double value_size, double dropout) {
-  return create<attn::SelfAttention>(attn::SelfAttentionConfig{static_cast<int64_t>(embed_dim),
-                                                               static_cast<int64_t>(key_size),
-                                                               static_cast<int64_t>(value_size),
-                                                               static_cast<float>(dropout)});
-}
-
-// Slots: x, attnMask.
-val self_attention_check(uintptr_t handle, uintptr_t shapes, int mask_type) {
+val mha_check(uintptr_t handle, const attn::TensorView& query, const attn::TensorView& key,
+              const attn::TensorView& value, const attn::MultiheadAttentionOptions& options) {
   attn::Shape output, weights;
-  const attn::Status s = as<attn::SelfAttention>(handle)->check_forward(
-      read_shape(shapes, 0), read_mask(shapes, 1, mask_type, 0, true), &output, &weights);
+  const attn::Status s = as<attn::MultiheadAttention>(handle)->check_forward(query.shape, key.shape, value.shape,
+                                                                            options, &output, &weights);
   return s.ok() ? shapes_to_js(output, weights) : to_js(s);
 }
 
-val self_attention_forward(uintptr_t handle, uintptr_t shapes, uintptr_t x, int mask_type, uintptr_t mask,
-                           double seed, uintptr_t output, uintptr_t weights) {
-  return to_js(as<attn::SelfAttention>(handle)->forward(read_tensor(shapes, 0, x),
-                                                        read_mask(shapes, 1, mask_type, mask, true),
-                                                        static_cast<uint64_t>(seed), reinterpret_cast<float*>(output),
+val mha_forward(uintptr_t handle, const attn::TensorView& query, const attn::TensorView& key,
+                const attn::TensorView& value, const attn::MultiheadAttentionOptions& options, uintptr_t output,
+                uintptr_t weights, val spill_array) {
+  ArraySpill spill(spill_array);
+  return to_js(as<attn::MultiheadAttention>(handle)->forward(query, key, value, options,
+                                                             reinterpret_cast<float*>(output),
+                                                             reinterpret_cast<float*>(weights),
+                                                             spill_array.isNull() ? nullptr : &spill));
+}
+
+val self_attention_check(uintptr_t handle, const attn::TensorView& x, const attn::SelfAttentionOptions& options) {
+  attn::Shape output, weights;
+  const attn::Status s = as<attn::SelfAttention>(handle)->check_forward(x.shape, options, &output, &weights);
+  return s.ok() ? shapes_to_js(output, weights) : to_js(s);
+}
+
+val self_attention_forward(uintptr_t handle, const attn::TensorView& x, const attn::SelfAttentionOptions& options,
+                           uintptr_t output, uintptr_t weights) {
+  return to_js(as<attn::SelfAttention>(handle)->forward(x, options, reinterpret_cast<float*>(output),
                                                         reinterpret_cast<float*>(weights)));
 }
 
-val additive_create(double query_size, double key_size, double hidden_size, double dropout) {
-  return create<attn::AdditiveAttention>(attn::AdditiveAttentionConfig{static_cast<int64_t>(query_size),
-                                                                       static_cast<int64_t>(key_size),
-                                                                       static_cast<int64_t>(hidden_size),
-                                                                       static_cast<float>(dropout)});
-}
-
-// Modules whose check_forward and forward take (query, key, value, mask[, seed], options...):
-// AdditiveAttention (boolean 1 = masked out) and RelativeMultiHeadAttention (boolean 0 = masked
-// out; its option says whether the weights come heads first). Slots: query, key, value, mask.
-template <class Module, bool kTrueMeansMasked, class... Options>
-val check_with_mask(uintptr_t handle, uintptr_t shapes, int mask_type, Options... options) {
+// AdditiveAttention and RelativeMultiHeadAttention: forward(query, key, value, options).
+template <class Module, class Options>
+val qkv_check(uintptr_t handle, const attn::TensorView& query, const attn::TensorView& key,
+              const attn::TensorView& value, const Options& options) {
   attn::Shape output, weights;
-  const attn::Status s = as<Module>(handle)->check_forward(
-      read_shape(shapes, 0), read_shape(shapes, 1), read_shape(shapes, 2),
-      read_mask(shapes, 3, mask_type, 0, kTrueMeansMasked), options..., &output, &weights);
+  const attn::Status s =
+      as<Module>(handle)->check_forward(query.shape, key.shape, value.shape, options, &output, &weights);
   return s.ok() ? shapes_to_js(output, weights) : to_js(s);
 }
 
-template <class Module, bool kTrueMeansMasked, class... Options>
-val forward_with_mask(uintptr_t handle, uintptr_t shapes, uintptr_t query, uintptr_t key, uintptr_t value,
-                      int mask_type, uintptr_t mask, double seed, Options... options, uintptr_t output,
-                      uintptr_t weights) {
-  return to_js(as<Module>(handle)->forward(
-      read_tensor(shapes, 0, query), read_tensor(shapes, 1, key), read_tensor(shapes, 2, value),
-      read_mask(shapes, 3, mask_type, mask, kTrueMeansMasked), static_cast<uint64_t>(seed), options...,
-      reinterpret_cast<float*>(output), reinterpret_cast<float*>(weights)));
-}
-
-val relative_create(double heads, double d_model, double P, double dropout) {
-  return create<attn::RelativeMultiHeadAttention>(attn::RelativeAttentionConfig{
-      static_cast<int64_t>(heads), static_cast<int64_t>(d_model), static_cast<int64_t>(P), static_cast<float>(dropout)});
+template <class Module, class Options>
+val qkv_forward(uintptr_t handle, const attn::TensorView& query, const attn::TensorView& key,
+                const attn::TensorView& value, const Options& options, uintptr_t output, uintptr_t weights) {
+  return to_js(as<Module>(handle)->forward(query, key, value, options, reinterpret_cast<float*>(output),
+                                           reinterpret_cast<float*>(weights)));
 }
 
 // ---- KV cache ------------------------------------------------------------------------------
@@ -499,8 +584,6 @@ void cache_mask(uintptr_t handle, uintptr_t out) { cache_of(handle)->copy_mask(r
 
 // ---- GroupedQueryAttention -----------------------------------------------------------------
 
-val gqa_create(const attn::GroupedQueryAttentionConfig& config) { return create<attn::GroupedQueryAttention>(config); }
-
 val gqa_check(uintptr_t handle, const attn::TensorView& x, const attn::GroupedQueryAttentionOptions& options) {
   attn::Shape output, weights;
   const attn::Status s = as<attn::GroupedQueryAttention>(handle)->check_forward(x.shape, options, &output, &weights);
@@ -531,8 +614,6 @@ val gqa_project(uintptr_t handle, const attn::TensorView& x, const attn::Grouped
 
 // ---- Linear --------------------------------------------------------------------------------
 
-val linear_create(const attn::LinearConfig& config) { return create<attn::Linear>(config); }
-
 val linear_load(uintptr_t handle, const attn::LinearWeights& weights) {
   return to_js(as<attn::Linear>(handle)->load(weights));
 }
@@ -549,26 +630,22 @@ val linear_forward(uintptr_t handle, const attn::TensorView& x, uintptr_t output
 
 // ---- masks.merge ---------------------------------------------------------------------------
 
-// Slots: attnMask, keyPaddingMask.
-val merge_check(uintptr_t shapes, int attn_mask_type, int padding_type, double heads) {
+val merge_check(const attn::MergeMasksOptions& options) {
   attn::Shape merged;
-  const attn::Status s = attn::check_merge_masks(read_mask(shapes, 0, attn_mask_type, 0, true),
-                                                 read_mask(shapes, 1, padding_type, 0, true),
-                                                 static_cast<int64_t>(heads), &merged);
+  const attn::Status s = attn::check_merge_masks(options, &merged);
   return s.ok() ? to_js(merged) : to_js(s);
 }
 
-val merge(uintptr_t shapes, int attn_mask_type, uintptr_t attn_mask, int padding_type, uintptr_t padding,
-          double heads, uintptr_t output) {
-  return to_js(attn::merge_masks(read_mask(shapes, 0, attn_mask_type, attn_mask, true),
-                                 read_mask(shapes, 1, padding_type, padding, true), static_cast<int64_t>(heads),
-                                 reinterpret_cast<float*>(output)));
+val merge(const attn::MergeMasksOptions& options, uintptr_t output) {
+  return to_js(attn::merge_masks(options, reinterpret_cast<float*>(output)));
 }
 
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(attention) {
   using emscripten::function;
+  using attn::AdditiveAttention, attn::AdditiveAttentionOptions, attn::RelativeMultiHeadAttention,
+      attn::RelativeAttentionOptions;
   register_structs();
   emscripten::constant("_maxRank", attn::kMaxRank);
   function("_setThreadCount", &attn::set_thread_count);
@@ -579,18 +656,18 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_moduleDestroy", &destroy);
   function("_moduleSetTraining", &set_training);
   function("_moduleLoadStateDict", &load_state_dict);
-  function("_mhaCreate", &mha_create);
+  function("_mhaCreate", &create<attn::MultiheadAttention, attn::MultiheadAttentionConfig>);
   function("_mhaCheck", &mha_check);
   function("_mhaForward", &mha_forward);
-  function("_selfAttentionCreate", &self_attention_create);
+  function("_selfAttentionCreate", &create<attn::SelfAttention, attn::SelfAttentionConfig>);
   function("_selfAttentionCheck", &self_attention_check);
   function("_selfAttentionForward", &self_attention_forward);
-  function("_additiveCreate", &additive_create);
-  function("_additiveCheck", &check_with_mask<attn::AdditiveAttention, true>);
-  function("_additiveForward", &forward_with_mask<attn::AdditiveAttention, true>);
-  function("_relativeCreate", &relative_create);
-  function("_relativeCheck", &check_with_mask<attn::RelativeMultiHeadAttention, false, bool>);
-  function("_relativeForward", &forward_with_mask<attn::RelativeMultiHeadAttention, false, bool>);
+  function("_additiveCreate", &create<AdditiveAttention, attn::AdditiveAttentionConfig>);
+  function("_additiveCheck", &qkv_check<AdditiveAttention, AdditiveAttentionOptions>);
+  function("_additiveForward", &qkv_forward<AdditiveAttention, AdditiveAttentionOptions>);
+  function("_relativeCreate", &create<RelativeMultiHeadAttention, attn::RelativeAttentionConfig>);
+  function("_relativeCheck", &qkv_check<RelativeMultiHeadAttention, RelativeAttentionOptions>);
+  function("_relativeForward", &qkv_forward<RelativeMultiHeadAttention, RelativeAttentionOptions>);
   function("_cacheCreate", &cache_create);
   function("_cacheDestroy", &cache_destroy);
   function("_cacheAppendCheck", &cache_append_check);
@@ -604,12 +681,12 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_cacheKeys", &cache_keys);
   function("_cacheValues", &cache_values);
   function("_cacheMask", &cache_mask);
-  function("_gqaCreate", &gqa_create);
+  function("_gqaCreate", &create<attn::GroupedQueryAttention, attn::GroupedQueryAttentionConfig>);
   function("_gqaCheck", &gqa_check);
   function("_gqaForward", &gqa_forward);
   function("_gqaProjectCheck", &gqa_project_check);
   function("_gqaProject", &gqa_project);
-  function("_linearCreate", &linear_create);
+  function("_linearCreate", &create<attn::Linear, attn::LinearConfig>);
   function("_linearLoad", &linear_load);
   function("_linearCheck", &linear_check);
   function("_linearForward", &linear_forward);

@@ -2,9 +2,10 @@
 // arguments, field by field as transformers (v5) reads them for each family's attention: its
 // configuration_*.py defaults and __post_init__, modeling_rope_utils.py's standardize_rope_params,
 // and the *Attention class of modeling_*.py. A field that would change attention in a way the
-// block cannot follow is an error naming it.
+// block cannot follow is an error naming it. Fields passed on as they are, the block checks (and
+// fromConfig names its errors by the fields: configError); where config.json has no value, the
+// block's own default applies: Hugging Face's (rope_theta's, rms_norm_eps's).
 import { AttentionError, describe } from './errors.js';
-import { ROPE_TYPES } from './rope.js';
 import { checkNumber, checkOptions } from './validate.js';
 
 // Each family's choices and its config class's defaults (for fields absent from config.json).
@@ -54,27 +55,26 @@ function layerType(config, family, layer) {
 
 // The layer's rope_parameters as v5 standardises them: { rope_type, rope_theta, ... } from the
 // nested v5 form, its flat form, or the older rope_theta + rope_scaling.
+// `where` names the scaling's fields, `theta` the base.
 function ropeParameters(config, type) {
   const nested = config.rope_parameters && (config.rope_parameters.full_attention || config.rope_parameters.sliding_attention);
-  if (nested) return { parameters: { ...config.rope_parameters[type] }, where: `config.rope_parameters.${type}` };
-  if (config.rope_parameters) return { parameters: { ...config.rope_parameters }, where: 'config.rope_parameters' };
+  const at = (where) => ({ where, theta: `${where}.rope_theta` });
+  if (nested) return { parameters: { ...config.rope_parameters[type] }, ...at(`config.rope_parameters.${type}`) };
+  if (config.rope_parameters) return { parameters: { ...config.rope_parameters }, ...at('config.rope_parameters') };
   // Gemma 3's sliding layers: default RoPE at rope_local_base_freq; rope_scaling is the global layers'.
   if (config.model_type === 'gemma3_text' && type === 'sliding_attention')
-    return { parameters: { rope_theta: config.rope_local_base_freq }, where: 'config.rope_local_base_freq' };
-  return { parameters: { ...config.rope_scaling, rope_theta: config.rope_theta }, where: 'config.rope_scaling' };
+    return { parameters: { rope_theta: config.rope_local_base_freq }, where: 'config.rope_local_base_freq', theta: 'config.rope_local_base_freq' };
+  return { parameters: { ...config.rope_scaling, rope_theta: config.rope_theta }, where: 'config.rope_scaling', theta: 'config.rope_theta' };
 }
 
 function ropeOptions(config, family, type) {
-  const { parameters, where } = ropeParameters(config, type);
+  const { parameters, where, theta: thetaName } = ropeParameters(config, type);
   const { rope_theta: theta, partial_rotary_factor: innerFactor, ...scaling } = parameters;
-  const base = theta ?? config.rope_theta ?? 10000;
   let ropeType = scaling.rope_type ?? scaling.type ?? 'default';
   // Phi-3's configuration renames its legacy 'su' and 'yarn' to 'longrope'.
   if (family.fused && (ropeType === 'su' || ropeType === 'yarn')) ropeType = 'longrope';
-  if (!ROPE_TYPES.includes(ropeType))
-    throw new AttentionError(`${where}.rope_type`, `one of ${ROPE_TYPES.map((t) => `'${t}'`).join(', ')}`, describe(ropeType));
   delete scaling.type;
-  const options = { ropeBase: base };
+  const options = { ropeBase: theta ?? config.rope_theta };
   if (ropeType !== 'default' || Object.keys(scaling).some((key) => key !== 'rope_type')) {
     options.ropeScaling = { ...scaling, rope_type: ropeType };
     // A top-level original_max_position_embeddings wins (Phi-3 and Phi-4-mini keep theirs there).
@@ -82,12 +82,29 @@ function ropeOptions(config, family, type) {
     if (['llama3', 'yarn', 'longrope'].includes(ropeType) && original !== undefined)
       options.ropeScaling.original_max_position_embeddings = original;
   }
-  return { options, partialRotaryFactor: innerFactor ?? config.partial_rotary_factor };
+  return { options, partialRotaryFactor: innerFactor ?? config.partial_rotary_factor, names: { ropeScaling: where, ropeBase: thetaName } };
+}
+
+// The block's arguments as config.json names them.
+const CONFIG_NAMES = {
+  hiddenSize: 'config.hidden_size', numHeads: 'config.num_attention_heads', numKeyValueHeads: 'config.num_key_value_heads',
+  headDim: 'config.head_dim', rotaryDim: 'config.partial_rotary_factor', slidingWindow: 'config.sliding_window',
+  softcap: 'config.attn_logit_softcapping', scale: 'config.query_pre_attn_scalar', maxPositionEmbeddings: 'config.max_position_embeddings',
+  'qkNorm.eps': 'config.rms_norm_eps',
+};
+
+/** `error`, from the block configArguments' `names` describe, with its argument named by config.json's field. */
+export function configError(error, names) {
+  if (!(error instanceof AttentionError)) return error;
+  const [head, ...rest] = error.argument.split('.');
+  const name = names[error.argument] ?? (names[head] && [names[head], ...rest].join('.'));
+  return name ? new AttentionError(name, error.expected, error.got, { code: error.code }) : error;
 }
 
 /**
- * [hiddenSize, numHeads, numKeyValueHeads, opts] for layer `opts.layer` of the model `config`
+ * [hiddenSize, numHeads, numKeyValueHeads, opts, names] for layer `opts.layer` of the model `config`
  * describes (the text model's part of a multimodal one); `opts.dtype` goes to the constructor.
+ * `names`: the config.json field of each argument, for configError.
  */
 export function configArguments(config, opts) {
   if (config === null || typeof config !== 'object' || Array.isArray(config))
@@ -109,11 +126,11 @@ export function configArguments(config, opts) {
     ? numHeads : integer(config, 'num_key_value_heads');
   const headDim = config.head_dim === undefined || config.head_dim === null ? Math.floor(hiddenSize / numHeads) : integer(config, 'head_dim');
   const type = layerType(config, family, layer);
-  const { options: rope, partialRotaryFactor } = ropeOptions(config, family, type);
+  const { options: rope, partialRotaryFactor, names } = ropeOptions(config, family, type);
   const options = { headDim, ...rope };
   if (opts.dtype !== undefined) options.dtype = opts.dtype;
   if (config.max_position_embeddings !== undefined && config.max_position_embeddings !== null)
-    options.maxPositionEmbeddings = integer(config, 'max_position_embeddings');
+    options.maxPositionEmbeddings = config.max_position_embeddings;
   // Only Phi-3 rotates part of each head; the other families' default RoPE ignores the factor, and
   // their scaled types would fail on it in Hugging Face's code.
   const partial = partialRotaryFactor !== undefined && partialRotaryFactor !== null && partialRotaryFactor !== 1;
@@ -130,11 +147,7 @@ export function configArguments(config, opts) {
   if (family.bias === 'attention_bias' && config.attention_bias === true) options.qkvBias = options.outputBias = true;
   if (type === 'sliding_attention' && config.sliding_window !== null) options.slidingWindow = integer(config, 'sliding_window');
   if (family.gemma) options.scale = checkNumber(config.query_pre_attn_scalar, 'config.query_pre_attn_scalar', { min: Number.MIN_VALUE }) ** -0.5;
-  if (family.softcap && config.attn_logit_softcapping !== null)
-    options.softcap = checkNumber(config.attn_logit_softcapping, 'config.attn_logit_softcapping', { min: Number.MIN_VALUE });
-  if (family.qkNorm) {
-    const eps = config.rms_norm_eps ?? 1e-6;
-    options.qkNorm = { scope: family.qkNorm, eps: checkNumber(eps, 'config.rms_norm_eps', { min: 0 }), unitOffset: family.unitOffset === true };
-  }
-  return [hiddenSize, numHeads, numKeyValueHeads, options];
+  if (family.softcap && config.attn_logit_softcapping !== null) options.softcap = config.attn_logit_softcapping;
+  if (family.qkNorm) options.qkNorm = { scope: family.qkNorm, eps: config.rms_norm_eps ?? undefined, unitOffset: family.unitOffset === true };
+  return [hiddenSize, numHeads, numKeyValueHeads, options, { ...CONFIG_NAMES, ...names }];
 }

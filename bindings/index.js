@@ -9,7 +9,7 @@ import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } 
 import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
 import { loadSafetensors } from './safetensors.js';
 import {
-  checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkOutArrays, checkPositions, checkPositive, checkTensor, MAX_DIM, resultEntries,
+  checkAlibi, checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkOutArrays, checkPositions, checkTensor, resultEntries,
 } from './validate.js';
 
 export { AttentionError };
@@ -23,11 +23,11 @@ const SDPA_OPTIONS = [
 ];
 const ROPE_OPTIONS = ['positions', 'offset', 'base', 'rotaryDim', 'interleaved', ...ROPE_SCHEME_OPTIONS];
 
-// isCausal as the core's attn::Causal.
+// isCausal as the name of one of the core's attn::Causal; absent, its default.
 const CAUSAL = new Map([[false, 'none'], [true, 'upperLeft'], ['upperLeft', 'upperLeft'], ['lowerRight', 'lowerRight']]);
 
 function checkCausal(value) {
-  if (value === undefined) return 'none';
+  if (value === undefined) return undefined;
   if (!CAUSAL.has(value)) throw new AttentionError('isCausal', "false, true, 'upperLeft' or 'lowerRight'", describe(value));
   return CAUSAL.get(value);
 }
@@ -122,13 +122,14 @@ class Attention {
     const mask = checkMask(opts.attnMask, 'attnMask');
     const causal = checkCausal(opts.isCausal);
     const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
+    // What is absent takes the core's SdpaOptions defaults; the ranges are its to check.
     const scale = opts.scale === undefined ? undefined : checkNumber(opts.scale, 'scale', { float32: true });
-    const dropoutP = opts.dropoutP === undefined ? 0 : checkNumber(opts.dropoutP, 'dropoutP', { min: 0, max: 1, maxExclusive: true, float32: true });
+    const dropoutP = opts.dropoutP === undefined ? undefined : checkNumber(opts.dropoutP, 'dropoutP', { float32: true });
     // Without a seed each call draws differently, as torch's global generator would, yet reproducibly.
     const seed = opts.seed === undefined ? this.#defaultSeed++ : checkNumber(opts.seed, 'seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
-    const enableGqa = checkBoolean(opts.enableGqa, 'enableGqa', false);
-    const window = opts.window === undefined ? undefined : checkNumber(opts.window, 'window', { min: 1, max: MAX_DIM, integer: true });
-    const softcap = opts.softcap === undefined ? undefined : checkPositive(opts.softcap, 'softcap');
+    const enableGqa = checkBoolean(opts.enableGqa, 'enableGqa');
+    const window = opts.window === undefined ? undefined : checkNumber(opts.window, 'window', { integer: true });
+    const softcap = opts.softcap === undefined ? undefined : checkNumber(opts.softcap, 'softcap', { float32: true });
     const alibi = checkAlibi(opts.alibi);
     const documents = checkDocuments(opts);
     const out = checkOutArrays(opts.out, needWeights);
@@ -143,7 +144,7 @@ class Attention {
     // The core's SdpaOptions, with its tensors at the given pointers (none while shapes are checked).
     const options = (at = {}) => ({
       attnMask: maskView(wasm, mask, at.mask),
-      causal: wasm._Causal[causal],
+      causal: wasm._Causal[causal]?.value,
       scale, dropoutP, seed, enableGqa, window, softcap,
       alibi: alibi.mode !== 0, alibiSlopes: at.slopes ?? 0, alibiSlopeCount: alibi.slopes ? alibi.slopes.length : 0,
       queryDocumentIds: idsView(documents.queries, at.queryIds),
@@ -174,11 +175,12 @@ class Attention {
     const positions = checkPositions(opts.positions);
     if (positions && opts.offset !== undefined)
       throw new AttentionError('offset', 'no offset when positions are given', describe(opts.offset));
-    const offset = opts.offset === undefined ? 0 : checkNumber(opts.offset, 'offset', { min: -(2 ** 52), max: 2 ** 52, integer: true });
-    const base = opts.base === undefined ? 10000 : checkPositive(opts.base, 'base');
-    const rotaryDim = opts.rotaryDim === undefined ? undefined : checkNumber(opts.rotaryDim, 'rotaryDim', { min: 0, max: MAX_DIM, integer: true });
-    const interleaved = checkBoolean(opts.interleaved, 'interleaved', false);
-    const scheme = checkRopeScheme(opts);
+    // What is absent takes the core's RopeOptions defaults; the ranges are its to check.
+    const offset = opts.offset === undefined ? undefined : checkNumber(opts.offset, 'offset', { min: -(2 ** 52), max: 2 ** 52, integer: true });
+    const base = opts.base === undefined ? undefined : checkNumber(opts.base, 'base');
+    const rotaryDim = opts.rotaryDim === undefined ? undefined : checkNumber(opts.rotaryDim, 'rotaryDim', { integer: true });
+    const interleaved = checkBoolean(opts.interleaved, 'interleaved');
+    const scheme = checkRopeScheme(wasm, opts);
 
     const runtime = this.#runtime;
     runtime.checkRank(x.shape, 'x', '[..., L, d]');

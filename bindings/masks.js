@@ -2,7 +2,7 @@
 // with 1 = masked (the MultiheadAttention polarity); merge() is the core's own merge rule.
 import { AttentionError, describe } from './errors.js';
 import { checkMask, checkNumber, MAX_DIM } from './validate.js';
-import { maskType, throwIfFailed } from './runtime.js';
+import { maskView, throwIfFailed } from './runtime.js';
 
 function checkDim(value, argument) {
   return checkNumber(value, argument, { min: 0, max: MAX_DIM, integer: true });
@@ -58,18 +58,17 @@ export function createMasks(runtime) {
       const wasm = runtime.enter('masks.merge');
       const am = checkMask(attnMask, 'attnMask');
       const kpm = checkMask(keyPaddingMask, 'keyPaddingMask');
-      if (!kpm) throw new AttentionError('keyPaddingMask', '{ data, shape: [N, m] }', describe(keyPaddingMask));
       checkNumber(numHeads, 'numHeads', { min: 1, max: MAX_DIM, integer: true });
-      const shapes = runtime.writeShapes([
-        [am ? am.shape : [], 'attnMask', '[n, m] or [N*numHeads, n, m]'],
-        [kpm.shape, 'keyPaddingMask', '[N, m]'],
-      ]);
-      const merged = wasm._mergeCheck(shapes, maskType(am), maskType(kpm), numHeads);
+      if (am) runtime.checkRank(am.shape, 'attnMask', '[n, m] or [N*numHeads, n, m]');
+      if (kpm) runtime.checkRank(kpm.shape, 'keyPaddingMask', '[N, m]');
+      // The core's MergeMasksOptions (the key padding mask is its to require).
+      const options = (a, k) => ({ attnMask: maskView(wasm, am, a, true), keyPaddingMask: maskView(wasm, kpm, k, true), heads: numHeads });
+      const merged = wasm._mergeCheck(options());
       if (!Array.isArray(merged)) throwIfFailed(merged);
       const [result] = runtime.invoke(
-        [[am?.data, 'attnMask'], [kpm.data, 'keyPaddingMask']],
+        [[am?.data, 'attnMask'], [kpm?.data, 'keyPaddingMask']],
         [[merged, 'merged mask']],
-        ([a, k], [out]) => wasm._merge(shapes, maskType(am), a, maskType(kpm), k, numHeads, out),
+        ([a, k], [out]) => wasm._merge(options(a, k), out),
       );
       return result;
     },

@@ -3,29 +3,49 @@
 import { AttentionError, describe, keepClassNames, shapeString } from './errors.js';
 import { cacheHandle } from './kv_cache.js';
 import {
-  checkBoolean, checkChoice, checkIds, checkMask, checkNumber, checkOptions, checkPositions, checkPositive, checkShape, checkTensor, checkTokenMask,
-  checkOutArrays, MAX_DIM, numel, resultEntries,
+  checkBoolean, checkChoice, checkEnum, checkMask, checkNumber, checkOptions, checkPositions, checkShape, checkTensor, checkTokenMask,
+  checkOutArrays, defined, enumName, enumNames, MAX_DIM, numel, resultEntries,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
-import { disposeSymbol, idsView, maskType, maskView, tensorView, throwIfFailed } from './runtime.js';
-import { configArguments } from './from_config.js';
+import { disposeSymbol, idsView, maskView, tensorView, throwIfFailed } from './runtime.js';
+import { configArguments, configError } from './from_config.js';
 import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
 
+// Sizes cross as dimensions (integers that fit an int32); 0 is no size (kdim's and headDim's "absent").
 function checkSize(value, argument) {
   return checkNumber(value, argument, { min: 1, max: MAX_DIM, integer: true });
 }
 
-function checkDropout(value) {
-  return value === undefined ? 0 : checkNumber(value, 'dropout', { min: 0, max: 1, maxExclusive: true, float32: true });
+function optionalSize(value, argument) {
+  return value === undefined ? undefined : checkSize(value, argument);
 }
 
 function checkSeed(value, argument = 'seed') {
   return checkNumber(value, argument, { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true });
 }
 
-// The options every module constructor takes: dropout (default 0) and the dropout seed (default 0).
+// The options every module constructor takes: dropout (its range is the core's to check) and the
+// dropout seed of the calls that give none (0 unless given: the JS side's own state).
 function checkModuleOptions(opts) {
-  return { dropout: checkDropout(opts.dropout), seed: opts.seed === undefined ? 0 : checkSeed(opts.seed) };
+  return {
+    dropout: opts.dropout === undefined ? undefined : checkNumber(opts.dropout, 'dropout', { float32: true }),
+    seed: opts.seed === undefined ? 0 : checkSeed(opts.seed),
+  };
+}
+
+// A created module: its handle, or the Status that refused its configuration, thrown.
+function handleOf(made) {
+  if (made.handle === undefined) throwIfFailed(made);
+  return made.handle;
+}
+
+// What a module exposes: its configuration as the core resolved it (the defaults of what was not
+// given, what it derived), the given values as they were given (a float32 field keeps the
+// caller's number), `names` mapping enum fields to their Embind enums.
+function configOf(made, given, names = {}) {
+  const config = { ...made.config, ...defined(given) };
+  for (const [key, type] of Object.entries(names)) if (typeof config[key] === 'number') config[key] = enumName(type, config[key]);
+  return config;
 }
 
 // Dropout draws: the call's seed, else the module's seed advanced once per call, so a run repeats
@@ -67,8 +87,8 @@ function stateDictEntries(stateDict, opts) {
   return { prefix, entries: given.filter(([name]) => name.startsWith(prefix)) };
 }
 
-// How a module may hold its weights (`dtype`), and the 16-bit ones a weight tensor may come in.
-const WEIGHT_DTYPES = ['f32', 'f16', 'bf16'];
+// The 16-bit dtypes a weight tensor may come in (how a module holds its weights is the core's
+// _WeightDtype).
 const WORD_DTYPES = ['f16', 'bf16'];
 
 // A weight: a float32 tensor, or a 16-bit one ({ data: Uint16Array, shape, dtype: 'f16' }
@@ -96,19 +116,16 @@ function weightDtype(wasm, tensor) {
 function loadEntries(module, stateDict, opts, check) {
   const { state: { runtime, handle }, wasm } = live(module, 'loadStateDict');
   const { prefix, entries } = stateDictEntries(stateDict, opts);
-  entries.forEach(([name, tensor]) => check(tensor, `stateDict['${name}']`));
+  entries.forEach(([name, tensor]) => {
+    check(tensor, `stateDict['${name}']`);
+    runtime.checkRank(tensor.shape, `stateDict['${name}']`, 'the shape PyTorch gives it');
+  });
   runtime.invoke(
     entries.map(([name, tensor]) => [tensor.data, `stateDict['${name}']`]),
     [],
-    (pointers, _, heap) => {
-      const shapes = runtime.writeShapes(
-        entries.map(([name, tensor]) => [tensor.shape, `stateDict['${name}']`, 'the shape PyTorch gives it']),
-        heap.alloc(Math.max(entries.length, 1) * 4 * (1 + runtime.maxRank), 'stateDict shapes'),
-      );
-      const names = entries.map(([name]) => name.slice(prefix.length));
-      const dtypes = entries.map(([, tensor]) => weightDtype(wasm, tensor));
-      return withPrefix(wasm._moduleLoadStateDict(handle, names, pointers, shapes, dtypes), prefix);
-    },
+    (pointers) => withPrefix(wasm._moduleLoadStateDict(handle, entries.map(([name, tensor], i) => ({
+      name: name.slice(prefix.length), tensor: tensorView(pointers[i], tensor), dtype: weightDtype(wasm, tensor),
+    }))), prefix),
   );
   return module;
 }
@@ -162,48 +179,61 @@ class AttentionModule {
   }
 }
 
-// Runs a module's forward: shape check (gives the result shapes), then the call proper. The output
-// may overwrite input `outputOverInput` where the module allows it. `out`: the arrays the caller
-// gave for the results (validate.js's resultEntries), the output's named `outputName`.
-function forward(state, shapeEntries, check, inputs, run, outputOverInput, out = {}, outputName = undefined) {
-  const { runtime } = state;
-  const shapes = shapeEntries && runtime.writeShapes(shapeEntries);
-  const result = check(shapes);
+// Runs a module's forward: check() (the result shapes), then run(pointers, output, weights) with
+// `inputs` copied into wasm memory at `pointers`. The output may overwrite input `outputOverInput`
+// where the module allows it. `out`: the arrays the caller gave for the results (validate.js's
+// resultEntries), the output's named `outputName`.
+function forward(runtime, check, inputs, run, outputOverInput, out = {}, outputName = undefined) {
+  const result = check();
   if (!result || result.output === undefined) throwIfFailed(result);
   const [output, weights] = runtime.invoke(
     inputs,
     resultEntries(out, result.output, result.weights, outputOverInput, outputName),
-    (pointers, [into, w]) => run(shapes, pointers, into, w),
+    (pointers, [into, w]) => run(pointers, into, w),
   );
   return { output, weights };
 }
 
-// forward() of a module that takes query, key, value and one mask option, and whose Embind pair is
-// called by check(wasm, handle, shapes, maskType, ...extra) and run(wasm, handle, shapes, q, k, v,
-// maskType, mask, seed, ...extra, out, w), where `extra` are what `readOptions` makes of the
-// options named in `options`. `patterns` describe the four shapes for errors; `prepareMask`
-// adapts the mask's polarity.
-function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, prepareMask = (m) => m, options = [], readOptions = () => [], check, run }) {
-  const { state, wasm } = live(module, 'forward');
+// A module's tensors ([tensor, argument, the shape it should have]) and masks ([mask or null,
+// option name, ...]), their ranks checked: the inputs to copy into wasm memory, in that order, and
+// args(pointers), the arguments of its Embind pair with them at those pointers (none: shapes only):
+// the tensors' views, then options(...the masks' views), the core's options struct. A boolean
+// mask's 1 means masked out (`trueMeansMasked`) or may attend.
+function moduleInputs(runtime, wasm, tensors, masks, trueMeansMasked, options) {
+  for (const [value, argument, pattern] of [...tensors, ...masks]) if (value) runtime.checkRank(value.shape, argument, pattern);
+  return {
+    inputs: [...tensors, ...masks].map(([value, argument]) => [value?.data, argument]),
+    args: (pointers = []) => [
+      ...tensors.map(([tensor], i) => tensorView(pointers[i], tensor)),
+      options(...masks.map(([mask], i) => maskView(wasm, mask, pointers[tensors.length + i], trueMeansMasked))),
+    ],
+  };
+}
+
+// forward() of AdditiveAttention and RelativeMultiHeadAttention: query, key, value and one mask
+// option, whose Embind pair is called by check(wasm, handle, q, k, v, options) and run(wasm, handle,
+// q, k, v, options, out, w), `options` the core's struct: the mask under the option's name, the
+// seed, and what `readOptions` makes of the options named in `options`. `patterns` describe the
+// four shapes for errors; `prepareMask` adapts the mask's polarity.
+function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, trueMeansMasked, prepareMask = (m) => m, options = [], readOptions, check, run }) {
+  const called = live(module, 'forward');
+  const { state: { handle }, wasm } = called;
   checkTensor(query, 'query');
   checkTensor(key, 'key');
   checkTensor(value, 'value');
   opts = checkOptions(opts, [maskOption, ...options, 'seed']);
   const mask = prepareMask(checkMask(opts[maskOption], maskOption));
-  const extra = readOptions(opts);
-  const seed = nextSeed(state, opts.seed);
-  return forward(
-    state,
-    [
-      [query.shape, 'query', patterns[0]],
-      [key.shape, 'key', patterns[1]],
-      [value.shape, 'value', patterns[2]],
-      [mask ? mask.shape : [], maskOption, patterns[3]],
-    ],
-    (shapes) => check(wasm, state.handle, shapes, maskType(mask), ...extra),
-    [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [mask?.data, maskOption]],
-    (shapes, [q, k, v, m], out, w) => run(wasm, state.handle, shapes, q, k, v, maskType(mask), m, seed, ...extra, out, w),
+  const extra = readOptions?.(opts);
+  const seed = nextSeed(called.state, opts.seed);
+  const { runtime } = called.state;
+  const { inputs, args } = moduleInputs(
+    runtime, wasm,
+    [[query, 'query', patterns[0]], [key, 'key', patterns[1]], [value, 'value', patterns[2]]],
+    [[mask, maskOption, patterns[3]]],
+    trueMeansMasked,
+    (m) => ({ [maskOption]: m, seed, ...extra }),
   );
+  return forward(runtime, () => check(wasm, handle, ...args()), inputs, (pointers, out, w) => run(wasm, handle, ...args(pointers), out, w));
 }
 
 // Relative attention reads any mask as 0 = masked, nonzero = keep: a float mask becomes bytes.
@@ -219,7 +249,7 @@ function asKeepBytes(mask) {
 export const SPILL_ABOVE_BYTES = 32 * 2 ** 20;
 
 // The JS array a MultiheadAttention forward may keep its attention output in, or null. Asked once
-// the shapes have passed the core's check.
+// the shapes have passed the core's check (which said whether weights are written).
 function spillFor(module, query, key, needWeights) {
   if (needWeights || module.numHeads === 1) return null;
   const keyRows = numel(key.shape) / module.kdim;  // N * m, whatever the layout
@@ -260,17 +290,19 @@ function blockInputs(runtime, wasm, x, opts) {
 
 const GQA_OPTIONS = ['dtype', 'headDim', 'qkvBias', 'outputBias', 'ropeBase', 'ropeInterleaved', 'rotaryDim', 'qkNorm', 'slidingWindow', 'softcap', 'scale'];
 
-// qkNorm: { scope: 'head' | 'all', eps = 1e-6, unitOffset = false }, or none.
-function checkQkNorm(value) {
-  if (value === undefined || value === null) return null;
+// qkNorm: { scope, eps, unitOffset } as the core's QkNorm (a scope of its enum but none); what is
+// absent, and the whole when none is given, takes its defaults.
+function checkQkNorm(wasm, value) {
+  if (value === undefined || value === null) return { scope: undefined, eps: undefined, unitOffset: undefined };
+  const scopes = enumNames(wasm._QkNormScope).filter((name) => name !== 'none');
   if (typeof value !== 'object' || Array.isArray(value))
-    throw new AttentionError('qkNorm', "{ scope: 'head' | 'all', eps, unitOffset }", describe(value));
+    throw new AttentionError('qkNorm', `{ scope: ${scopes.map((name) => `'${name}'`).join(' | ')}, eps, unitOffset }`, describe(value));
   checkOptions(value, ['scope', 'eps', 'unitOffset'], 'qkNorm');
-  if (value.scope === undefined) throw new AttentionError('qkNorm.scope', "'head' or 'all'", 'none');
+  if (value.scope === undefined) throw new AttentionError('qkNorm.scope', scopes.map((name) => `'${name}'`).join(' or '), 'none');
   return {
-    scope: checkChoice(value.scope, 'qkNorm.scope', ['head', 'all']),
-    eps: value.eps === undefined ? 1e-6 : checkNumber(value.eps, 'qkNorm.eps', { min: 0 }),
-    unitOffset: checkBoolean(value.unitOffset, 'qkNorm.unitOffset', false),
+    scope: checkEnum(value.scope, 'qkNorm.scope', wasm._QkNormScope, 'none'),
+    eps: value.eps === undefined ? undefined : checkNumber(value.eps, 'qkNorm.eps'),
+    unitOffset: checkBoolean(value.unitOffset, 'qkNorm.unitOffset'),
   };
 }
 
@@ -283,21 +315,20 @@ export function createModuleClasses(runtime, KVCache) {
       checkSize(numHeads, 'numHeads');
       opts = checkOptions(opts, ['bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim', 'batchFirst', 'dropout', 'seed']);
       const { dropout, seed } = checkModuleOptions(opts);
-      const config = {
+      const given = {
         embedDim,
         numHeads,
-        bias: checkBoolean(opts.bias, 'bias', true),
-        addBiasKV: checkBoolean(opts.addBiasKV, 'addBiasKV', false),
-        addZeroAttn: checkBoolean(opts.addZeroAttn, 'addZeroAttn', false),
-        kdim: opts.kdim === undefined ? embedDim : checkSize(opts.kdim, 'kdim'),
-        vdim: opts.vdim === undefined ? embedDim : checkSize(opts.vdim, 'vdim'),
-        batchFirst: checkBoolean(opts.batchFirst, 'batchFirst', false),
+        bias: checkBoolean(opts.bias, 'bias'),
+        addBiasKV: checkBoolean(opts.addBiasKV, 'addBiasKV'),
+        addZeroAttn: checkBoolean(opts.addZeroAttn, 'addZeroAttn'),
+        kdim: optionalSize(opts.kdim, 'kdim'),
+        vdim: optionalSize(opts.vdim, 'vdim'),
+        batchFirst: checkBoolean(opts.batchFirst, 'batchFirst'),
         dropout,
       };
-      const c = config;
-      const handle = wasm._mhaCreate(c.embedDim, c.numHeads, c.bias, c.addBiasKV, c.addZeroAttn, c.kdim, c.vdim, c.batchFirst, c.dropout);
-      super(runtime, 'MultiheadAttention', handle, seed);
-      expose(this, config);
+      const made = wasm._mhaCreate(given);
+      super(runtime, 'MultiheadAttention', handleOf(made), seed);
+      expose(this, configOf(made, given));
     }
 
     /**
@@ -305,33 +336,33 @@ export function createModuleClasses(runtime, KVCache) {
      * the query. Returns { output, weights }.
      */
     forward(query, key, value, opts) {
-      const { state, wasm } = live(this, 'forward');
-      key = key ?? query;
-      value = value ?? key;
+      const called = live(this, 'forward');
       checkTensor(query, 'query');
-      checkTensor(key, 'key');
-      checkTensor(value, 'value');
+      key = checkTensor(key ?? query, 'key');
+      value = checkTensor(value ?? key, 'value');
       opts = checkOptions(opts, ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights', 'isCausal', 'seed']);
       const attnMask = checkMask(opts.attnMask, 'attnMask');
       const padding = checkMask(opts.keyPaddingMask, 'keyPaddingMask');
-      const needWeights = checkBoolean(opts.needWeights, 'needWeights', true);
-      const average = checkBoolean(opts.averageAttnWeights, 'averageAttnWeights', true);
-      const isCausal = checkBoolean(opts.isCausal, 'isCausal', false);
-      const seed = nextSeed(state, opts.seed);
+      // The core's MultiheadAttentionOptions, its masks as given; absent options take its defaults.
+      const given = {
+        needWeights: checkBoolean(opts.needWeights, 'needWeights'),
+        averageAttnWeights: checkBoolean(opts.averageAttnWeights, 'averageAttnWeights'),
+        isCausal: checkBoolean(opts.isCausal, 'isCausal'),
+        seed: nextSeed(called.state, opts.seed),
+      };
+      const { state: { handle }, wasm } = called;
+      const { inputs, args } = moduleInputs(
+        runtime, wasm,
+        [[query, 'query', '(L, N, E)'], [key, 'key', '(S, N, kdim)'], [value, 'value', '(S, N, vdim)']],
+        [[attnMask, 'attnMask', '[n, m] or [N*numHeads, n, m]'], [padding, 'keyPaddingMask', '[N, m]']],
+        true,
+        (am, kpm) => ({ attnMask: am, keyPaddingMask: kpm, ...given }),
+      );
       return forward(
-        state,
-        [
-          [query.shape, 'query', '(L, N, E)'],
-          [key.shape, 'key', '(S, N, kdim)'],
-          [value.shape, 'value', '(S, N, vdim)'],
-          [attnMask ? attnMask.shape : [], 'attnMask', '[n, m] or [N*numHeads, n, m]'],
-          [padding ? padding.shape : [], 'keyPaddingMask', '[N, m]'],
-        ],
-        (shapes) => wasm._mhaCheck(state.handle, shapes, maskType(attnMask), maskType(padding), needWeights, average),
-        [[query.data, 'query'], [key.data, 'key'], [value.data, 'value'], [attnMask?.data, 'attnMask'], [padding?.data, 'keyPaddingMask']],
-        (shapes, [q, k, v, am, kpm], out, w) =>
-          wasm._mhaForward(state.handle, shapes, q, k, v, maskType(attnMask), am, maskType(padding), kpm, needWeights, average, isCausal, seed, out, w,
-            spillFor(this, query, key, needWeights)),
+        runtime,
+        () => wasm._mhaCheck(handle, ...args()),
+        inputs,
+        (pointers, out, w) => wasm._mhaForward(handle, ...args(pointers), out, w, spillFor(this, query, key, w !== 0)),
         0,  // the core may write its output over the query (multihead_attention.h)
       );
     }
@@ -346,23 +377,29 @@ export function createModuleClasses(runtime, KVCache) {
       checkSize(valueSize, 'valueSize');
       opts = checkOptions(opts, ['dropout', 'seed']);
       const { dropout, seed } = checkModuleOptions(opts);
-      super(runtime, 'SelfAttention', wasm._selfAttentionCreate(embedDim, keySize, valueSize, dropout), seed);
-      expose(this, { embedDim, keySize, valueSize, dropout });
+      const given = { embedDim, keySize, valueSize, dropout };
+      const made = wasm._selfAttentionCreate(given);
+      super(runtime, 'SelfAttention', handleOf(made), seed);
+      expose(this, configOf(made, given));
     }
 
     /** x [N, L, embedDim]; attnMask broadcastable to [N, L, L], boolean 1 = masked out. */
     forward(x, opts) {
-      const { state, wasm } = live(this, 'forward');
+      const called = live(this, 'forward');
       checkTensor(x, 'x');
       opts = checkOptions(opts, ['attnMask', 'seed']);
       const mask = checkMask(opts.attnMask, 'attnMask');
-      const seed = nextSeed(state, opts.seed);
+      const seed = nextSeed(called.state, opts.seed);
+      const { state: { handle }, wasm } = called;
+      const { inputs, args } = moduleInputs(
+        runtime, wasm, [[x, 'x', '[N, L, embedDim]']], [[mask, 'attnMask', 'broadcastable to [N, L, L]']], true,
+        (attnMask) => ({ attnMask, seed }),
+      );
       return forward(
-        state,
-        [[x.shape, 'x', '[N, L, embedDim]'], [mask ? mask.shape : [], 'attnMask', 'broadcastable to [N, L, L]']],
-        (shapes) => wasm._selfAttentionCheck(state.handle, shapes, maskType(mask)),
-        [[x.data, 'x'], [mask?.data, 'attnMask']],
-        (shapes, [xp, mp], out, w) => wasm._selfAttentionForward(state.handle, shapes, xp, maskType(mask), mp, seed, out, w),
+        runtime,
+        () => wasm._selfAttentionCheck(handle, ...args()),
+        inputs,
+        (pointers, out, w) => wasm._selfAttentionForward(handle, ...args(pointers), out, w),
       );
     }
   }
@@ -376,8 +413,10 @@ export function createModuleClasses(runtime, KVCache) {
       checkSize(hiddenSize, 'hiddenSize');
       opts = checkOptions(opts, ['dropout', 'seed']);
       const { dropout, seed } = checkModuleOptions(opts);
-      super(runtime, 'AdditiveAttention', wasm._additiveCreate(querySize, keySize, hiddenSize, dropout), seed);
-      expose(this, { querySize, keySize, hiddenSize, dropout });
+      const given = { querySize, keySize, hiddenSize, dropout };
+      const made = wasm._additiveCreate(given);
+      super(runtime, 'AdditiveAttention', handleOf(made), seed);
+      expose(this, configOf(made, given));
     }
 
     /** query [N, n, dq], key [N, m, dk], value [N, m, dv]; attnMask broadcastable to [N, n, m], 1 = masked out. */
@@ -385,6 +424,7 @@ export function createModuleClasses(runtime, KVCache) {
       return forwardWithMask(this, [query, key, value], opts, {
         maskOption: 'attnMask',
         patterns: ['[N, n, querySize]', '[N, m, keySize]', '[N, m, dv]', 'broadcastable to [N, n, m]'],
+        trueMeansMasked: true,
         check: (wasm, ...args) => wasm._additiveCheck(...args),
         run: (wasm, ...args) => wasm._additiveForward(...args),
       });
@@ -398,10 +438,11 @@ export function createModuleClasses(runtime, KVCache) {
       checkSize(heads, 'heads');
       checkSize(dModel, 'dModel');
       opts = checkOptions(opts, ['P', 'dropout', 'seed']);
-      const P = opts.P === undefined ? 4096 : checkSize(opts.P, 'P');
       const { dropout, seed } = checkModuleOptions(opts);
-      super(runtime, 'RelativeMultiHeadAttention', wasm._relativeCreate(heads, dModel, P, dropout), seed);
-      expose(this, { heads, dModel, P, dropout });
+      const given = { heads, dModel, P: optionalSize(opts.P, 'P'), dropout };
+      const made = wasm._relativeCreate(given);
+      super(runtime, 'RelativeMultiHeadAttention', handleOf(made), seed);
+      expose(this, configOf(made, given));
     }
 
     /**
@@ -412,9 +453,14 @@ export function createModuleClasses(runtime, KVCache) {
       return forwardWithMask(this, [query, key, value], opts, {
         maskOption: 'mask',
         patterns: ['[n, B, dModel]', '[m, B, dModel]', '[m, B, dModel]', '[n or 1, m, B or 1]'],
+        trueMeansMasked: false,
         prepareMask: asKeepBytes,
         options: ['weightsLayout'],
-        readOptions: (o) => [checkChoice(o.weightsLayout, 'weightsLayout', ['nmBH', 'BHnm'], 'nmBH') === 'BHnm'],
+        // The core's heads_first, or its default when no layout is given.
+        readOptions: (o) => {
+          const layout = checkChoice(o.weightsLayout, 'weightsLayout', ['nmBH', 'BHnm']);
+          return { headsFirst: layout && layout === 'BHnm' };
+        },
         check: (wasm, ...args) => wasm._relativeCheck(...args),
         run: (wasm, ...args) => wasm._relativeForward(...args),
       });
@@ -435,39 +481,37 @@ export function createModuleClasses(runtime, KVCache) {
       checkSize(numHeads, 'numHeads');
       checkSize(numKeyValueHeads, 'numKeyValueHeads');
       opts = checkOptions(opts, [...GQA_OPTIONS, ...ROPE_SCHEME_OPTIONS]);
-      const optional = (value, check) => (value === undefined || value === null ? null : check(value));
-      const headDim = optional(opts.headDim, (v) => checkSize(v, 'headDim'));
-      const config = {
+      // The core's GroupedQueryAttentionConfig: what is absent (undefined, or null for the
+      // optionals) takes its defaults, and the sizes it derives (headDim, rotaryDim) are its own.
+      const optional = (value, check) => (value === undefined || value === null ? undefined : check(value));
+      const given = {
         hiddenSize,
         numHeads,
         numKeyValueHeads,
-        qkvBias: checkBoolean(opts.qkvBias, 'qkvBias', false),
-        outputBias: checkBoolean(opts.outputBias, 'outputBias', false),
-        ropeBase: opts.ropeBase === undefined ? 10000 : checkPositive(opts.ropeBase, 'ropeBase'),
-        ropeInterleaved: checkBoolean(opts.ropeInterleaved, 'ropeInterleaved', false),
-        rotaryDim: optional(opts.rotaryDim, (v) => checkNumber(v, 'rotaryDim', { min: 0, max: MAX_DIM, integer: true })),
+        headDim: optional(opts.headDim, (v) => checkSize(v, 'headDim')),
+        qkvBias: checkBoolean(opts.qkvBias, 'qkvBias'),
+        outputBias: checkBoolean(opts.outputBias, 'outputBias'),
+        ropeBase: optional(opts.ropeBase, (v) => checkNumber(v, 'ropeBase')),
+        ropeInterleaved: checkBoolean(opts.ropeInterleaved, 'ropeInterleaved'),
+        rotaryDim: optional(opts.rotaryDim, (v) => checkNumber(v, 'rotaryDim', { integer: true })),
         slidingWindow: optional(opts.slidingWindow, (v) => checkSize(v, 'slidingWindow')),
-        softcap: optional(opts.softcap, (v) => checkPositive(v, 'softcap')),
+        softcap: optional(opts.softcap, (v) => checkNumber(v, 'softcap', { float32: true })),
         scale: optional(opts.scale, (v) => checkNumber(v, 'scale', { float32: true })),
-        dtype: checkChoice(opts.dtype, 'dtype', WEIGHT_DTYPES, 'f32'),
+        dtype: checkEnum(opts.dtype, 'dtype', wasm._WeightDtype),
       };
-      const qkNorm = checkQkNorm(opts.qkNorm);
-      const scheme = checkRopeScheme(opts);
-      // The core's GroupedQueryAttentionConfig: headDim 0 and absent (null) optionals take its
-      // defaults; the scheme's tables are read during the call.
-      let handle;
+      const qkNorm = checkQkNorm(wasm, opts.qkNorm);
+      const scheme = checkRopeScheme(wasm, opts);
+      // The scheme's tables are read during the call.
+      let made;
       runtime.invoke([[scheme.tables, 'ropeScaling']], [], ([tables]) => {
-        handle = wasm._gqaCreate({
-          ...config, headDim: headDim ?? 0, dtype: wasm._WeightDtype[config.dtype], ropeScaling: ropeScalingStruct(wasm, scheme, tables),
-          qkNorm: { scope: wasm._QkNormScope[qkNorm?.scope ?? 'none'], eps: qkNorm?.eps ?? 1e-6, unitOffset: qkNorm?.unitOffset ?? false },
-        });
-        return typeof handle === 'number' ? null : handle;
+        made = wasm._gqaCreate({ ...given, ropeScaling: ropeScalingStruct(wasm, scheme, tables), qkNorm });
+        return made.handle === undefined ? made : null;
       });
-      super(runtime, 'GroupedQueryAttention', handle, 0);
-      // The core derived headDim when not given (and refused sizes it does not divide).
-      const derivedHeadDim = headDim ?? hiddenSize / numHeads;
+      super(runtime, 'GroupedQueryAttention', made.handle, 0);
+      const config = configOf(made, { ...given, dtype: opts.dtype }, { dtype: wasm._WeightDtype });
       expose(this, {
-        ...config, headDim: derivedHeadDim, rotaryDim: config.rotaryDim ?? derivedHeadDim, qkNorm,
+        ...config,
+        qkNorm: opts.qkNorm == null ? null : { ...made.config.qkNorm, ...defined(qkNorm), scope: opts.qkNorm.scope },
         ropeScaling: opts.ropeScaling ?? null, maxPositionEmbeddings: scheme.struct.maxPositionEmbeddings ?? null,
       });
     }
@@ -479,7 +523,12 @@ export function createModuleClasses(runtime, KVCache) {
      */
     static fromConfig(config, opts) {
       runtime.enter('GroupedQueryAttention.fromConfig');
-      return new GroupedQueryAttention(...configArguments(config, opts));
+      const [hiddenSize, numHeads, numKeyValueHeads, options, names] = configArguments(config, opts);
+      try {
+        return new GroupedQueryAttention(hiddenSize, numHeads, numKeyValueHeads, options);
+      } catch (error) {
+        throw configError(error, names);
+      }
     }
 
     /**
@@ -513,8 +562,8 @@ export function createModuleClasses(runtime, KVCache) {
       live(this, 'createCache');
       opts = checkOptions(opts, ['batch', 'dtype']);
       return new KVCache({
-        batch: opts.batch ?? 1, heads: this.numKeyValueHeads, headDim: this.headDim, maxLength,
-        dtype: opts.dtype ?? 'f32', window: this.slidingWindow,
+        batch: opts.batch ?? undefined, heads: this.numKeyValueHeads, headDim: this.headDim, maxLength,
+        dtype: opts.dtype ?? undefined, window: this.slidingWindow,
       });
     }
 
@@ -533,19 +582,17 @@ export function createModuleClasses(runtime, KVCache) {
       const block = blockInputs(runtime, wasm, x, opts);
       const needWeights = checkBoolean(opts.needWeights, 'needWeights', false);
       const out = checkOutArrays(opts.out, needWeights);
-      const { output, weights } = forward(
-        state,
-        null,
+      return forward(
+        runtime,
         () => {
           const result = wasm._gqaCheck(state.handle, tensorView(0, x), block.options());
           return result?.output && !needWeights ? { ...result, weights: null } : result;
         },
         block.inputs,
-        (_, pointers, output, w) => wasm._gqaForward(state.handle, tensorView(pointers[0], x), block.options(pointers), output, w),
+        (pointers, output, w) => wasm._gqaForward(state.handle, tensorView(pointers[0], x), block.options(pointers), output, w),
         undefined,
         out,
       );
-      return { output, weights };
     }
 
     /**
@@ -580,9 +627,10 @@ export function createModuleClasses(runtime, KVCache) {
       checkSize(inFeatures, 'inFeatures');
       checkSize(outFeatures, 'outFeatures');
       opts = checkOptions(opts, ['bias', 'dtype']);
-      const config = { inFeatures, outFeatures, bias: checkBoolean(opts.bias, 'bias', true), dtype: checkChoice(opts.dtype, 'dtype', WEIGHT_DTYPES, 'f32') };
-      super(runtime, 'Linear', wasm._linearCreate({ ...config, dtype: wasm._WeightDtype[config.dtype] }), 0);
-      expose(this, config);
+      const given = { inFeatures, outFeatures, bias: checkBoolean(opts.bias, 'bias'), dtype: checkEnum(opts.dtype, 'dtype', wasm._WeightDtype) };
+      const made = wasm._linearCreate(given);
+      super(runtime, 'Linear', handleOf(made), 0);
+      expose(this, configOf(made, { ...given, dtype: opts.dtype }, { dtype: wasm._WeightDtype }));
     }
 
     /**
@@ -618,11 +666,10 @@ export function createModuleClasses(runtime, KVCache) {
       opts = checkOptions(opts, ['out']);
       runtime.checkRank(x.shape, 'x', '[..., inFeatures]');
       return forward(
-        state,
-        null,
+        runtime,
         () => wasm._linearCheck(state.handle, tensorView(0, x)),
         [[x.data, 'x']],
-        (_, [xp], out) => wasm._linearForward(state.handle, tensorView(xp, x), out),
+        ([xp], out) => wasm._linearForward(state.handle, tensorView(xp, x), out),
         undefined,
         { output: opts.out },
         'out',

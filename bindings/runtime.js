@@ -12,8 +12,6 @@ export const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 // Frees the wasm side of an owned object whose JS object was collected first (see own()).
 const collected = new FinalizationRegistry((entry) => entry.runtime.free(entry));
 
-const MASK_TYPE = { none: 0, boolean: 1, additive: 2 };
-
 // Statuses come back from the core as plain objects (or null for success).
 export function throwIfFailed(status) {
   if (status) {
@@ -28,12 +26,9 @@ function maskKind(mask) {
   return mask.data instanceof Uint8Array ? 'boolean' : 'additive';
 }
 
-export function maskType(mask) {
-  return MASK_TYPE[maskKind(mask)];
-}
-
 // The core's views as the structs that cross Embind take them: a tensor, a mask and ids at
-// `pointer` in wasm memory (0 for calls that check shapes only), with their shapes.
+// `pointer` in wasm memory (0 for calls that check shapes only), with their shapes. A boolean
+// mask's 1 means masked out (`trueMeansMasked`) or may attend, as the function it goes to says.
 export function tensorView(pointer, tensor) {
   return { data: pointer ?? 0, shape: tensor.shape };
 }
@@ -46,8 +41,6 @@ export function idsView(ids, pointer) {
   return { data: pointer ?? 0, shape: ids ? ids.shape : [] };
 }
 
-const SHAPE_SLOTS = 5; // the most a positional entry point takes: MultiheadAttention's query, key, value and two masks
-
 export class Runtime {
   #wasm;
   #build;
@@ -58,7 +51,6 @@ export class Runtime {
     this.#wasm = wasm;
     this.#build = build;
     this.maxRank = wasm._maxRank;
-    this.shapes = wasm._malloc(SHAPE_SLOTS * 4 * (1 + this.maxRank));
   }
 
   /**
@@ -128,19 +120,6 @@ export class Runtime {
   checkRank(shape, argument, pattern) {
     if (shape.length > this.maxRank)
       throw new AttentionError(argument, `rank at most ${this.maxRank} (${pattern})`, shapeString(shape));
-  }
-
-  // Writes shapes into `base` (the shared block unless given): entries are [shape, argument,
-  // what it should look like], their ranks checked.
-  writeShapes(entries, base = this.shapes) {
-    const slots = 1 + this.maxRank;
-    entries.forEach(([shape, argument, pattern], index) => {
-      this.checkRank(shape, argument, pattern);
-      const block = new Int32Array(heapBuffer(this.#wasm), base + index * slots * 4, slots);
-      block[0] = shape.length;
-      block.set(shape, 1);
-    });
-    return base;
   }
 
   // Copies `inputs` ([typed array or null, name]) into the heap, allocates float32 outputs

@@ -1,5 +1,8 @@
-// Validation of JS values before anything touches wasm memory. Shape semantics (ranks, matching
-// dims, broadcasting) are checked by the C++ core, which reports them through the same error.
+// Validation of JS values before anything touches wasm memory: what a value is (its type, and that
+// it fits the struct field it crosses into: a dimension, a float32, a safe integer, one of a core
+// enum's names). What values mean (ranges, how they relate, shapes: ranks, matching dims,
+// broadcasting) and the defaults of what is absent are the C++ core's, which reports through the
+// same error.
 import { AttentionError, describe, shapeString } from './errors.js';
 
 // wasm32 pointers: no single buffer may reach 2 GiB, and dimensions must fit an int32.
@@ -121,12 +124,34 @@ export function checkChoice(value, argument, choices, fallback) {
   return value;
 }
 
+// The names of one of the core's enums (Embind's enum_ object: a property per name, and `values`).
+export function enumNames(type) {
+  return Object.keys(type).filter((name) => name !== 'values');
+}
+
+// One of the names of a core enum but `hidden` (a value only the bindings give), as the number its
+// struct field takes; undefined stays undefined (the field's default).
+export function checkEnum(value, argument, type, hidden) {
+  return value === undefined ? undefined : type[checkChoice(value, argument, enumNames(type).filter((name) => name !== hidden))].value;
+}
+
+// The name of a core enum's `value`.
+export function enumName(type, value) {
+  return enumNames(type).find((name) => type[name].value === value);
+}
+
+// `values` without its undefined entries.
+export function defined(values) {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined));
+}
+
 // `float32`: the value reaches the core as a float, so its float32 rounding must be in range too
-// (1e300 is finite, its float32 is not; 0.99999999999 rounds to 1).
+// (1e300 is finite, its float32 is not; 0.99999999999 rounds to 1). `integer` without a range: one
+// that converts exactly (a safe integer), its range the core's to check.
 export function checkNumber(value, argument, { min = -Infinity, max = Infinity, maxExclusive = false, integer = false, float32 = false } = {}) {
   const inRange = (x) => Number.isFinite(x) && x >= min && (maxExclusive ? x < max : x <= max);
   const ok = typeof value === 'number' && inRange(value) && (!float32 || inRange(Math.fround(value)));
-  if (!ok || (integer && !Number.isInteger(value))) {
+  if (!ok || (integer && !Number.isSafeInteger(value))) {
     const kind = integer ? 'an integer' : float32 ? 'a finite float32 number' : 'a finite number';
     const range = Number.isFinite(min) || Number.isFinite(max) ? ` in [${min}, ${max}${maxExclusive ? ')' : ']'}` : '';
     throw new AttentionError(argument, kind + range, describe(value));

@@ -26,8 +26,10 @@ Status AdditiveAttention::prepare() {
                         k_weight_.pack(parameters_.get(w_k_), c.hidden_size, c.key_size)});
 }
 
-Status AdditiveAttention::check_forward(const Shape& query, const Shape& key, const Shape& value, const MaskView& mask,
-                                        Shape* output_shape, Shape* weights_shape) const {
+Status AdditiveAttention::check_forward(const Shape& query, const Shape& key, const Shape& value,
+                                        const AdditiveAttentionOptions& options, Shape* output_shape,
+                                        Shape* weights_shape) const {
+  const MaskView& mask = options.attn_mask;
   const std::string dq = std::to_string(config_.query_size), dk = std::to_string(config_.key_size);
   if (query.rank != 3 || query[2] != config_.query_size || !query.non_negative())
     return Status::invalid("query", "[N, n, " + dq + "]", query.str());
@@ -47,10 +49,11 @@ Status AdditiveAttention::check_forward(const Shape& query, const Shape& key, co
 }
 
 Status AdditiveAttention::forward(const TensorView& query, const TensorView& key, const TensorView& value,
-                                  const MaskView& mask, uint64_t seed, float* output, float* weights) const {
+                                  const AdditiveAttentionOptions& options, float* output, float* weights) const {
+  const MaskView& mask = options.attn_mask;
   Shape output_shape, weights_shape;
   Status s = first_failure({require_loaded("AdditiveAttention"),
-                            check_forward(query.shape, key.shape, value.shape, mask, &output_shape, &weights_shape),
+                            check_forward(query.shape, key.shape, value.shape, options, &output_shape, &weights_shape),
                             check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
                             check_data(mask, "attnMask")});
   if (!s.ok()) return s;
@@ -72,7 +75,7 @@ Status AdditiveAttention::forward(const TensorView& query, const TensorView& key
   };
   ScoreMask score_mask;
   if (mask.present()) score_mask.add(BroadcastMask(mask, weights_shape));
-  const Dropout dropout(training_ ? config_.dropout : 0.0f, seed);
+  const Dropout dropout(training_ ? config_.dropout : 0.0f, options.seed);
   AttentionBlocks blocks;
   blocks.batch = N;
   blocks.n = n;

@@ -18,17 +18,21 @@ struct AdditiveAttentionConfig {
   float dropout = 0.0f;
 };
 
+struct AdditiveAttentionOptions {
+  MaskView attn_mask;  // broadcastable to [N, n, m]; boolean 1 = masked out, or additive
+  uint64_t seed = 0;   // dropout draws, in training mode
+};
+
 class AdditiveAttention : public Module {
  public:
   static Status create(const AdditiveAttentionConfig& config, std::unique_ptr<AdditiveAttention>* out);
   const AdditiveAttentionConfig& config() const { return config_; }
 
-  // query [N, n, dq], key [N, m, dk], value [N, m, dv]; mask broadcastable to [N, n, m], boolean
-  // 1 = masked out, or additive. Output [N, n, dv], weights [N, n, m].
-  Status check_forward(const Shape& query, const Shape& key, const Shape& value, const MaskView& mask,
+  // query [N, n, dq], key [N, m, dk], value [N, m, dv] → output [N, n, dv], weights [N, n, m].
+  Status check_forward(const Shape& query, const Shape& key, const Shape& value, const AdditiveAttentionOptions& options,
                        Shape* output_shape, Shape* weights_shape) const;
-  Status forward(const TensorView& query, const TensorView& key, const TensorView& value, const MaskView& mask,
-                 uint64_t seed, float* output, float* weights) const;
+  Status forward(const TensorView& query, const TensorView& key, const TensorView& value,
+                 const AdditiveAttentionOptions& options, float* output, float* weights) const;
 
  private:
   explicit AdditiveAttention(const AdditiveAttentionConfig& config);

@@ -83,6 +83,7 @@ Status GroupedQueryAttention::create(const GroupedQueryAttentionConfig& config,
                            c.rotary_dim ? "an even integer in [0, " + std::to_string(c.head_dim) + "] (headDim)"
                                         : "an even head size for RoPE (or rotaryDim given)",
                            std::to_string(rotary));
+  c.rotary_dim = rotary;  // config() reports the size resolved
   if (!(c.rope_base > 0.0 && std::isfinite(c.rope_base)))
     return Status::invalid("ropeBase", "a positive finite number", number_string(c.rope_base));
   if (c.sliding_window) {

@@ -32,7 +32,7 @@ struct GroupedQueryAttentionConfig {
   bool output_bias = false;
   double rope_base = 10000.0;
   bool rope_interleaved = false;
-  std::optional<int64_t> rotary_dim;  // default head_dim
+  std::optional<int64_t> rotary_dim;  // default head_dim (config() holds it resolved)
   std::optional<int64_t> sliding_window;  // Mistral, Gemma 2
   std::optional<float> softcap;           // Gemma 2's attn_logit_softcapping
   std::optional<float> scale;             // default 1 / sqrt(head_dim)

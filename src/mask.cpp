@@ -180,7 +180,9 @@ bool DocumentMask::disjoint(int64_t batch, int64_t i0, int64_t i1, int64_t j0, i
   return query_high < key_low || key_high < query_low;
 }
 
-Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, Shape* merged) {
+Status check_merge_masks(const MergeMasksOptions& options, Shape* merged) {
+  const MaskView &attn_mask = options.attn_mask, &key_padding_mask = options.key_padding_mask;
+  const int64_t heads = options.heads;
   if (heads <= 0) return Status::invalid("numHeads", "a positive integer", std::to_string(heads));
   const Shape& kpm = key_padding_mask.shape;
   if (!key_padding_mask.present() || kpm.rank != 2 || !kpm.non_negative())
@@ -201,9 +203,11 @@ Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_
   return Status::success();
 }
 
-Status merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, float* merged) {
+Status merge_masks(const MergeMasksOptions& options, float* merged) {
+  const MaskView &attn_mask = options.attn_mask, &key_padding_mask = options.key_padding_mask;
+  const int64_t heads = options.heads;
   Shape shape;
-  Status s = check_merge_masks(attn_mask, key_padding_mask, heads, &shape);
+  Status s = check_merge_masks(options, &shape);
   if (s.ok()) s = check_data(attn_mask, "attnMask");
   if (s.ok()) s = check_data(key_padding_mask, "keyPaddingMask");
   if (!s.ok()) return s;

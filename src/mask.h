@@ -151,9 +151,13 @@ int64_t count_visible(const float* bias, int64_t keys);
 
 // masks.merge: the single additive mask MultiheadAttention applies, [N*heads, n, m] (n = 1 without
 // an attention mask): the sum of both, a boolean mask counting as -inf where it hides the key.
-// attn_mask: [n, m] or [N*heads, n, m] (boolean 1 = not allowed); key_padding_mask: [N, m]
-// (boolean 1 = padding). check_merge_masks reads shapes only.
-Status check_merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, Shape* merged);
-Status merge_masks(const MaskView& attn_mask, const MaskView& key_padding_mask, int64_t heads, float* merged);
+struct MergeMasksOptions {
+  MaskView attn_mask;         // [n, m] or [N*heads, n, m]; boolean 1 = not allowed, or none
+  MaskView key_padding_mask;  // [N, m]; boolean 1 = padding
+  int64_t heads = 0;
+};
+// check_merge_masks reads shapes only.
+Status check_merge_masks(const MergeMasksOptions& options, Shape* merged);
+Status merge_masks(const MergeMasksOptions& options, float* merged);
 
 }  // namespace attn

@@ -51,8 +51,9 @@ Status RelativeMultiHeadAttention::prepare() {
 }
 
 Status RelativeMultiHeadAttention::check_forward(const Shape& query, const Shape& key, const Shape& value,
-                                                 const MaskView& mask, bool heads_first, Shape* output_shape,
+                                                 const RelativeAttentionOptions& options, Shape* output_shape,
                                                  Shape* weights_shape) const {
+  const MaskView& mask = options.mask;
   const std::string D = std::to_string(config_.d_model), P = std::to_string(config_.P);
   if (query.rank != 3 || query[2] != config_.d_model || !query.non_negative())
     return Status::invalid("query", "[n, B, " + D + "]", query.str());
@@ -74,17 +75,18 @@ Status RelativeMultiHeadAttention::check_forward(const Shape& query, const Shape
     if (mask.type != MaskType::boolean) return Status::invalid("mask", "a boolean mask (0 = masked out)", "an additive one");
   }
   *output_shape = query;
-  *weights_shape = heads_first ? Shape{B, config_.heads, n, m} : Shape{n, m, B, config_.heads};
+  *weights_shape = options.heads_first ? Shape{B, config_.heads, n, m} : Shape{n, m, B, config_.heads};
   return Status::success();
 }
 
 Status RelativeMultiHeadAttention::forward(const TensorView& query, const TensorView& key, const TensorView& value,
-                                           const MaskView& mask, uint64_t seed, bool heads_first, float* output,
+                                           const RelativeAttentionOptions& options, float* output,
                                            float* weights) const {
+  const MaskView& mask = options.mask;
+  const bool heads_first = options.heads_first;
   Shape output_shape, weights_shape;
   Status s = first_failure({require_loaded("RelativeMultiHeadAttention"),
-                            check_forward(query.shape, key.shape, value.shape, mask, heads_first, &output_shape,
-                                          &weights_shape),
+                            check_forward(query.shape, key.shape, value.shape, options, &output_shape, &weights_shape),
                             check_data(query, "query"), check_data(key, "key"), check_data(value, "value"),
                             check_data(mask, "mask")});
   if (!s.ok()) return s;
@@ -150,7 +152,7 @@ Status RelativeMultiHeadAttention::forward(const TensorView& query, const Tensor
     keep.true_means_masked = false;
     score_mask.add(BroadcastMask::with_strides(keep, scores_shape, strides));
   }
-  const Dropout dropout(training_ ? config_.dropout : 0.0f, seed);
+  const Dropout dropout(training_ ? config_.dropout : 0.0f, options.seed);
   AttentionBlocks blocks;
   blocks.batch = B * H;
   blocks.n = n;

@@ -19,19 +19,24 @@ struct RelativeAttentionConfig {
   float dropout = 0.0f;
 };
 
+struct RelativeAttentionOptions {
+  MaskView mask;             // [n or 1, m, B or 1], boolean 0 = masked out
+  uint64_t seed = 0;         // dropout draws, in training mode
+  bool heads_first = false;  // weights [B, heads, n, m] (one plane per head) instead of labml's [n, m, B, heads]
+};
+
 class RelativeMultiHeadAttention : public Module {
  public:
   static Status create(const RelativeAttentionConfig& config, std::unique_ptr<RelativeMultiHeadAttention>* out);
   const RelativeAttentionConfig& config() const { return config_; }
 
-  // query [n, B, dModel], key and value [m, B, dModel], n <= P and m <= P; mask [n or 1, m, B or 1],
-  // boolean 0 = masked out. Output [n, B, dModel], weights [n, m, B, heads] as labml returns them,
-  // or [B, heads, n, m] (one plane per head, for per-head views) when `heads_first`; `weights` may
-  // be null (the streaming path, no n × m buffer).
-  Status check_forward(const Shape& query, const Shape& key, const Shape& value, const MaskView& mask,
-                       bool heads_first, Shape* output_shape, Shape* weights_shape) const;
-  Status forward(const TensorView& query, const TensorView& key, const TensorView& value, const MaskView& mask,
-                 uint64_t seed, bool heads_first, float* output, float* weights) const;
+  // query [n, B, dModel], key and value [m, B, dModel], n <= P and m <= P. Output [n, B, dModel],
+  // weights [n, m, B, heads] as labml returns them, or [B, heads, n, m] with `heads_first`;
+  // `weights` may be null (the streaming path, no n × m buffer).
+  Status check_forward(const Shape& query, const Shape& key, const Shape& value, const RelativeAttentionOptions& options,
+                       Shape* output_shape, Shape* weights_shape) const;
+  Status forward(const TensorView& query, const TensorView& key, const TensorView& value,
+                 const RelativeAttentionOptions& options, float* output, float* weights) const;
 
  private:
   explicit RelativeMultiHeadAttention(const RelativeAttentionConfig& config);

@@ -28,8 +28,9 @@ Status SelfAttention::prepare() {
                         v_weight_.pack(parameters_.get(w_v_), c.value_size, c.embed_dim)});
 }
 
-Status SelfAttention::check_forward(const Shape& x, const MaskView& mask, Shape* output_shape,
+Status SelfAttention::check_forward(const Shape& x, const SelfAttentionOptions& options, Shape* output_shape,
                                     Shape* weights_shape) const {
+  const MaskView& mask = options.attn_mask;
   if (x.rank != 3 || x[2] != config_.embed_dim || !x.non_negative())
     return Status::invalid("x", "[N, L, " + std::to_string(config_.embed_dim) + "]", x.str());
   const Shape scores{x[0], x[1], x[1]};
@@ -42,10 +43,11 @@ Status SelfAttention::check_forward(const Shape& x, const MaskView& mask, Shape*
   return Status::success();
 }
 
-Status SelfAttention::forward(const TensorView& x, const MaskView& mask, uint64_t seed, float* output,
+Status SelfAttention::forward(const TensorView& x, const SelfAttentionOptions& options, float* output,
                               float* weights) const {
+  const MaskView& mask = options.attn_mask;
   Shape output_shape, weights_shape;
-  Status s = first_failure({require_loaded("SelfAttention"), check_forward(x.shape, mask, &output_shape, &weights_shape),
+  Status s = first_failure({require_loaded("SelfAttention"), check_forward(x.shape, options, &output_shape, &weights_shape),
                             check_data(x, "x"), check_data(mask, "attnMask")});
   if (!s.ok()) return s;
   const int64_t N = x.shape[0], L = x.shape[1], E = config_.embed_dim;
@@ -61,7 +63,7 @@ Status SelfAttention::forward(const TensorView& x, const MaskView& mask, uint64_
 
   ScoreMask score_mask;
   if (mask.present()) score_mask.add(BroadcastMask(mask, weights_shape));
-  const Dropout dropout(training_ ? config_.dropout : 0.0f, seed);
+  const Dropout dropout(training_ ? config_.dropout : 0.0f, options.seed);
   AttentionBlocks blocks;
   blocks.batch = N;
   blocks.n = blocks.m = L;

@@ -18,15 +18,20 @@ struct SelfAttentionConfig {
   float dropout = 0.0f;
 };
 
+struct SelfAttentionOptions {
+  MaskView attn_mask;  // broadcastable to [N, L, L]; boolean 1 = masked out, or additive
+  uint64_t seed = 0;   // dropout draws, in training mode
+};
+
 class SelfAttention : public Module {
  public:
   static Status create(const SelfAttentionConfig& config, std::unique_ptr<SelfAttention>* out);
   const SelfAttentionConfig& config() const { return config_; }
 
-  // x [N, L, embedDim]; mask broadcastable to [N, L, L], boolean 1 = masked out, or additive.
-  // Output [N, L, valueSize], weights [N, L, L].
-  Status check_forward(const Shape& x, const MaskView& mask, Shape* output_shape, Shape* weights_shape) const;
-  Status forward(const TensorView& x, const MaskView& mask, uint64_t seed, float* output, float* weights) const;
+  // x [N, L, embedDim] → output [N, L, valueSize], weights [N, L, L].
+  Status check_forward(const Shape& x, const SelfAttentionOptions& options, Shape* output_shape,
+                       Shape* weights_shape) const;
+  Status forward(const TensorView& x, const SelfAttentionOptions& options, float* output, float* weights) const;
 
  private:
   explicit SelfAttention(const SelfAttentionConfig& config);

@@ -47,10 +47,10 @@ TEST_CASE("SelfAttention matches its fixtures", "[modules]") {
     REQUIRE(attn::SelfAttention::create({size(c, "embedDim"), size(c, "keySize"), size(c, "valueSize")}, &module).ok());
     REQUIRE(module->load_state_dict(c.named_state_dict()).message() == "");
     const auto& x = c.tensors.at("x");
-    const attn::MaskView mask = mask_of(c, "attnMask", true);
+    const attn::SelfAttentionOptions options{mask_of(c, "attnMask", true)};
     attn::Shape os, ws;
-    REQUIRE(module->check_forward(x.shape, mask, &os, &ws).ok());
-    check_results(c, os, ws, [&](float* out, float* w) { return module->forward(x.view(), mask, 0, out, w); });
+    REQUIRE(module->check_forward(x.shape, options, &os, &ws).ok());
+    check_results(c, os, ws, [&](float* out, float* w) { return module->forward(x.view(), options, out, w); });
   }
 }
 
@@ -64,11 +64,11 @@ TEST_CASE("AdditiveAttention matches its fixtures", "[modules]") {
                 .ok());
     REQUIRE(module->load_state_dict(c.named_state_dict()).message() == "");
     const auto &q = c.tensors.at("query"), &k = c.tensors.at("key"), &v = c.tensors.at("value");
-    const attn::MaskView mask = mask_of(c, "attnMask", true);
+    const attn::AdditiveAttentionOptions options{mask_of(c, "attnMask", true)};
     attn::Shape os, ws;
-    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, mask, &os, &ws).ok());
+    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, options, &os, &ws).ok());
     check_results(c, os, ws,
-                  [&](float* out, float* w) { return module->forward(q.view(), k.view(), v.view(), mask, 0, out, w); });
+                  [&](float* out, float* w) { return module->forward(q.view(), k.view(), v.view(), options, out, w); });
   }
 }
 
@@ -83,18 +83,19 @@ TEST_CASE("RelativeMultiHeadAttention matches the labml reference", "[modules]")
     const auto &q = c.tensors.at("query"), &k = c.tensors.at("key"), &v = c.tensors.at("value");
     const attn::MaskView mask = mask_of(c, "mask", false);
     attn::Shape os, ws;
-    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, mask, false, &os, &ws).ok());
+    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, {mask}, &os, &ws).ok());
     check_results(c, os, ws, [&](float* out, float* w) {
-      return module->forward(q.view(), k.view(), v.view(), mask, 0, false, out, w);
+      return module->forward(q.view(), k.view(), v.view(), {mask}, out, w);
     });
 
     // Heads first: the same weights, [B, H, n, m].
-    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, mask, true, &os, &ws).ok());
+    const attn::RelativeAttentionOptions heads_first{mask, 0, true};
+    REQUIRE(module->check_forward(q.shape, k.shape, v.shape, heads_first, &os, &ws).ok());
     const auto& labml = c.tensors.at("weights");  // [n, m, B, H]
     const int64_t n = labml.shape[0], m = labml.shape[1], B = labml.shape[2], H = labml.shape[3];
     REQUIRE(ws == attn::Shape{B, H, n, m});
     std::vector<float> output(os.numel()), weights(ws.numel());
-    REQUIRE(module->forward(q.view(), k.view(), v.view(), mask, 0, true, output.data(), weights.data()).ok());
+    REQUIRE(module->forward(q.view(), k.view(), v.view(), heads_first, output.data(), weights.data()).ok());
     std::vector<float> expected(weights.size());
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < m; ++j)
@@ -106,9 +107,9 @@ TEST_CASE("RelativeMultiHeadAttention matches the labml reference", "[modules]")
 
     // Fuzzer finding: without a weights buffer the module wrote its transposed weights through a
     // null pointer. Now it streams, in either layout, to the same output.
-    for (const bool heads_first : {false, true}) {
+    for (const bool first : {false, true}) {
       std::fill(output.begin(), output.end(), 0.0f);
-      REQUIRE(module->forward(q.view(), k.view(), v.view(), mask, 0, heads_first, output.data(), nullptr).ok());
+      REQUIRE(module->forward(q.view(), k.view(), v.view(), {mask, 0, first}, output.data(), nullptr).ok());
       CHECK(fixtures::max_relative_error(output, c.tensors.at("output").data) <= kTolerance);
     }
   }
@@ -121,11 +122,11 @@ TEST_CASE("modules refuse bad sizes and inputs by name", "[modules][errors]") {
   CHECK(attn::RelativeMultiHeadAttention::create({2, 8, 0}, &relative).argument == "P");
   REQUIRE(attn::RelativeMultiHeadAttention::create({2, 8, 4}, &relative).ok());
   attn::Shape os, ws;
-  CHECK(relative->check_forward({5, 1, 8}, {5, 1, 8}, {5, 1, 8}, {}, false, &os, &ws).message() ==
+  CHECK(relative->check_forward({5, 1, 8}, {5, 1, 8}, {5, 1, 8}, {}, &os, &ws).message() ==
         "query: expected at most P = 4 queries, got [5, 1, 8]");
   std::vector<float> x(3 * 8);
   std::vector<float> out(3 * 8), w(9 * 2);
-  CHECK(relative->forward({x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {}, 0, false, out.data(), w.data())
+  CHECK(relative->forward({x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {x.data(), {3, 1, 8}}, {}, out.data(), w.data())
             .message() == "RelativeMultiHeadAttention: expected loadStateDict() before forward(), got no weights loaded");
 
   std::unique_ptr<attn::SelfAttention> self;

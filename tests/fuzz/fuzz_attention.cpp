@@ -992,15 +992,15 @@ void fuzz_small_modules(Input& in) {
                     const Tensor x = tensor(in, 3);
                     const Mask mk = mask(in, 3);
                     attn::Shape os, ws;
-                    if (!module.check_forward(x.shape, mk.view(true), &os, &ws).ok()) return;
+                    if (!module.check_forward(x.shape, {mk.view(true)}, &os, &ws).ok()) return;
                     std::vector<float> probe = buffer(os);
-                    if (!module.forward(x.view(), mk.view(true), 0, probe.data(), nullptr).ok()) return;  // not loaded
+                    if (!module.forward(x.view(), {mk.view(true)}, probe.data(), nullptr).ok()) return;  // not loaded
                     if (!(moderate_parameters && moderate_floats({&x.data}) && moderate_mask(mk))) return;
                     attn::SdpaOptions o;
                     o.attn_mask = mk.view(true);
                     on_every_kernel_set(reference_sdpa(project(x, weights[0], b), project(x, weights[1], b), project(x, weights[2], c), o),
                                         static_cast<size_t>(safe_numel(os)), [&](float* out, float* w) {
-                                          return module.forward(x.view(), mk.view(true), 0, out, w).ok();
+                                          return module.forward(x.view(), {mk.view(true)}, out, w).ok();
                                         });
                   });
       return;
@@ -1018,9 +1018,9 @@ void fuzz_small_modules(Input& in) {
                     const Tensor v = fitting ? tensor_of(in, {batch, key_count, value_size}) : tensor(in, 3);
                     const Mask mk = fitting ? mask_of(in, {batch, query_count, key_count}) : mask(in, 3);
                     attn::Shape os, ws;
-                    if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(true), &os, &ws).ok()) return;
+                    if (!module.check_forward(q.shape, k.shape, v.shape, {mk.view(true)}, &os, &ws).ok()) return;
                     std::vector<float> probe = buffer(os);
-                    if (!module.forward(q.view(), k.view(), v.view(), mk.view(true), 0, probe.data(), nullptr).ok()) return;
+                    if (!module.forward(q.view(), k.view(), v.view(), {mk.view(true)}, probe.data(), nullptr).ok()) return;
                     if (!(moderate_parameters && moderate_floats({&q.data, &k.data, &v.data}) && moderate_mask(mk))) return;
                     // scores[b, i, j] = w_v · tanh(W_q q_i + W_k k_j), in double.
                     const Tensor queries = project(q, weights[0], c), keys = project(k, weights[1], c);
@@ -1034,7 +1034,7 @@ void fuzz_small_modules(Input& in) {
                     attn::SdpaOptions o;
                     o.attn_mask = mk.view(true);
                     on_every_kernel_set(reference_sdpa(q, k, v, o, score), static_cast<size_t>(safe_numel(os)), [&](float* out, float* w) {
-                      return module.forward(q.view(), k.view(), v.view(), mk.view(true), 0, out, w).ok();
+                      return module.forward(q.view(), k.view(), v.view(), {mk.view(true)}, out, w).ok();
                     });
                   });
       return;
@@ -1059,11 +1059,11 @@ void fuzz_small_modules(Input& in) {
                     if (mk.type == attn::MaskType::additive) mk.type = attn::MaskType::boolean, mk.bools.resize(mk.floats.size());
                     const bool heads_first = in.flag();
                     attn::Shape os, ws;
-                    if (!module.check_forward(q.shape, k.shape, v.shape, mk.view(false), heads_first, &os, &ws).ok())
+                    if (!module.check_forward(q.shape, k.shape, v.shape, {mk.view(false), 0, heads_first}, &os, &ws).ok())
                       return;
                     const bool moderate_data = moderate_parameters && moderate_floats({&q.data, &k.data, &v.data});
                     const auto forward = [&](float* out, float* w) {
-                      return module.forward(q.view(), k.view(), v.view(), mk.view(false), 0, heads_first, out, w).ok();
+                      return module.forward(q.view(), k.view(), v.view(), {mk.view(false), 0, heads_first}, out, w).ok();
                     };
                     kernel_sets_agree(safe_numel(os), safe_numel(ws), moderate_data, forward);
                     std::vector<float> probe = buffer(os), probe_weights = buffer(ws);
@@ -1079,9 +1079,9 @@ void fuzz_merge(Input& in) {
   const Mask am = mask(in, 3), kpm = mask(in, 3);
   const int64_t heads = in.dim();
   attn::Shape merged;
-  if (!attn::check_merge_masks(am.view(true), kpm.view(true), heads, &merged).ok()) return;
+  if (!attn::check_merge_masks({am.view(true), kpm.view(true), heads}, &merged).ok()) return;
   std::vector<float> out = buffer(merged);
-  if (!attn::merge_masks(am.view(true), kpm.view(true), heads, out.data()).ok()) std::abort();
+  if (!attn::merge_masks({am.view(true), kpm.view(true), heads}, out.data()).ok()) std::abort();
 }
 
 }  // namespace
