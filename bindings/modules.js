@@ -3,8 +3,8 @@
 import { AttentionError, describe, keepClassNames, shapeString } from './errors.js';
 import { cacheHandle } from './kv_cache.js';
 import {
-  checkBoolean, checkChoice, checkEnum, checkMask, checkNumber, checkOptions, checkPositions, checkShape, checkTensor, checkTokenMask,
-  checkOutArrays, defined, enumName, enumNames, MAX_DIM, numel, resultEntries,
+  checkBoolean, checkChoice, checkEnum, checkMask, checkNumber, checkOptions, checkPositions, checkShape, checkTensor, checkTensorArgument,
+  checkTokenMask, checkOutArrays, defined, enumName, enumNames, MAX_DIM, numel, resultEntries,
 } from './validate.js';
 import { adopt, expose, internals, live, release } from './owned.js';
 import { disposeSymbol, idsView, maskView, tensorView, throwIfFailed } from './runtime.js';
@@ -218,9 +218,10 @@ function moduleInputs(runtime, wasm, tensors, masks, trueMeansMasked, options) {
 function forwardWithMask(module, [query, key, value], opts, { maskOption, patterns, trueMeansMasked, prepareMask = (m) => m, options = [], readOptions, check, run }) {
   const called = live(module, 'forward');
   const { state: { handle }, wasm } = called;
+  const signature = 'forward(query, key, value, opts)';
   checkTensor(query, 'query');
-  checkTensor(key, 'key');
-  checkTensor(value, 'value');
+  checkTensorArgument(key, 'key', signature);
+  checkTensorArgument(value, 'value', signature);
   opts = checkOptions(opts, [maskOption, ...options, 'seed']);
   const mask = prepareMask(checkMask(opts[maskOption], maskOption));
   const extra = readOptions?.(opts);
@@ -337,9 +338,10 @@ export function createModuleClasses(runtime, KVCache) {
      */
     forward(query, key, value, opts) {
       const called = live(this, 'forward');
+      const signature = 'forward(query, key, value, opts), key and value null for the query itself';
       checkTensor(query, 'query');
-      key = checkTensor(key ?? query, 'key');
-      value = checkTensor(value ?? key, 'value');
+      key = checkTensorArgument(key ?? query, 'key', signature);
+      value = checkTensorArgument(value ?? key, 'value', signature);
       opts = checkOptions(opts, ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights', 'isCausal', 'seed']);
       const attnMask = checkMask(opts.attnMask, 'attnMask');
       const padding = checkMask(opts.keyPaddingMask, 'keyPaddingMask');

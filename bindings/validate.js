@@ -40,6 +40,16 @@ export function checkTensor(value, argument) {
   return value;
 }
 
+// A tensor argument that callers may leave out for an options object that comes after it: an
+// object with neither data nor shape there is named as the options, with `call`, the signature.
+export function checkTensorArgument(value, argument, call) {
+  if (value && typeof value === 'object' && !('data' in value) && !('shape' in value) && !Array.isArray(value) && !ArrayBuffer.isView(value)) {
+    const keys = Object.keys(value);
+    throw new AttentionError(argument, `${TENSOR}: options go last, ${call}`, keys.length ? `the options { ${keys.join(', ')} }` : 'an empty object');
+  }
+  return checkTensor(value, argument);
+}
+
 // opts.out of a call returning { output, weights }: the Float32Arrays to write them into, either
 // absent; weights only where they are asked for. Each is checked against its result's shape by
 // checkOutArray once the shapes are known.

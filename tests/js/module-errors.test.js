@@ -303,6 +303,13 @@ describe('forward shapes and options', () => {
     ['MultiheadAttention', 'needWeights not a boolean', mha(q, q, q, { needWeights: 1 }), 'needWeights', []],
     ['MultiheadAttention', 'a misspelt option', mha(q, q, q, { keyPadingMask: u8([2, 5]) }), 'keyPadingMask', []],
     ['MultiheadAttention', 'a negative seed', mha(q, q, q, { seed: -1 }), 'seed', []],
+    // Options where key goes (forward(x, { ... })): named as such, with where they go.
+    [
+      'MultiheadAttention', 'the options where key goes', (m) => m.forward(q, { needWeights: false, isCausal: true }), 'key',
+      ['options go last', 'forward(query, key, value, opts), key and value null for the query itself', 'got the options { needWeights, isCausal }'],
+    ],
+    ['MultiheadAttention', 'the options where value goes', mha(q, null, { attnMask: null }), 'value', ['options go last', 'got the options { attnMask }']],
+    ['MultiheadAttention', 'a tensor without data where key goes', mha(q, { shape: [5, 2, 8] }), 'key.data', ['a Float32Array', 'got undefined']],
     ['SelfAttention', 'x last dim != embedDim', (m) => m.forward(t([2, 5, 7])), 'x', ['[2, 5, 7]', /8\]/]],
     ['SelfAttention', 'x of rank 4', (m) => m.forward(t([1, 2, 5, 8])), 'x', ['[1, 2, 5, 8]']],
     ['SelfAttention', 'attnMask that does not broadcast', (m) => m.forward(t([2, 5, 8]), { attnMask: u8([5, 4]) }), 'attnMask', ['[5, 4]', '[2, 5, 5]']],
@@ -311,6 +318,7 @@ describe('forward shapes and options', () => {
     ['AdditiveAttention', 'key batch != query batch', (m) => m.forward(t([2, 3, 6]), t([3, 5, 6]), t([3, 5, 6])), 'key', ['[3, 5, 6]', /\[2, /]],
     ['AdditiveAttention', 'key last dim != keySize', (m) => m.forward(t([2, 3, 6]), t([2, 5, 4]), t([2, 5, 6])), 'key', ['[2, 5, 4]', /6\]/]],
     ['AdditiveAttention', 'value length != key length', (m) => m.forward(t([2, 3, 6]), t([2, 5, 6]), t([2, 4, 6])), 'value', ['[2, 4, 6]', /\[2, 5/]],
+    ['AdditiveAttention', 'the options where key goes', (m) => m.forward(t([2, 3, 6]), { attnMask: null }), 'key', ['options go last', 'got the options { attnMask }']],
     ['AdditiveAttention', 'attnMask that does not broadcast', (m) => m.forward(t([2, 3, 6]), t([2, 5, 6]), t([2, 5, 6]), { attnMask: u8([2, 3, 4]) }), 'attnMask', ['[2, 3, 4]', '[2, 3, 5]']],
     ['RelativeMultiHeadAttention', 'n > P', (m) => m.forward(t([17, 2, 8]), t([16, 2, 8]), t([16, 2, 8])), 'query', ['[17, 2, 8]', '16']],
     ['RelativeMultiHeadAttention', 'm > P', (m) => m.forward(t([5, 2, 8]), t([17, 2, 8]), t([17, 2, 8])), 'key', ['[17, 2, 8]', '16']],
@@ -320,6 +328,7 @@ describe('forward shapes and options', () => {
     ['RelativeMultiHeadAttention', 'mask with the wrong m', (m) => m.forward(q, q, q, { mask: u8([5, 4, 2]) }), 'mask', ['[5, 4, 2]', /5, 2/]],
     ['RelativeMultiHeadAttention', 'mask with the wrong batch', (m) => m.forward(q, q, q, { mask: u8([5, 5, 3]) }), 'mask', ['[5, 5, 3]']],
     ['RelativeMultiHeadAttention', 'mask of rank 2', (m) => m.forward(q, q, q, { mask: u8([5, 5]) }), 'mask', ['[5, 5]']],
+    ['RelativeMultiHeadAttention', 'an empty object where value goes', (m) => m.forward(q, q, {}), 'value', ['options go last', 'got an empty object']],
     ['RelativeMultiHeadAttention', 'an unknown weightsLayout', (m) => m.forward(q, q, q, { weightsLayout: 'BNHnm' }), 'weightsLayout', ['"nmBH", "BHnm"', '"BNHnm"']],
   ];
 
