@@ -457,7 +457,12 @@ export interface KVCacheOptions {
    * reservation: the cache is then a ring of the latest positions with no length limit.
    */
   maxLength: number;
-  /** `'f16'` stores IEEE binary16 (round to nearest even, out of range → ±Inf): half the memory. Default `'f32'`. */
+  /**
+   * `'f16'` stores IEEE binary16 (round to nearest even): half the memory. An append of a finite
+   * value past its range (`|x| ≥ 65520`, which would be stored as ±Inf) throws an `AttentionError`
+   * naming the batch, head, position and dim, and keeps what the cache held; ±Infinity and NaN
+   * given are kept as such. Default `'f32'`.
+   */
   dtype?: 'f32' | 'f16';
   /**
    * Sliding window `W`: a ring buffer holding the latest `W` positions (after an append of `t`
@@ -512,7 +517,8 @@ export interface KVCache {
   readonly position: number;
   /**
    * Appends key `[batch, heads, t, headDim]` and value `[batch, heads, t, valueDim]`. Past
-   * `maxLength` (no window) it throws and keeps what it held.
+   * `maxLength` (no window), or with a finite value past binary16's range in an `'f16'` cache, it
+   * throws and keeps what it held.
    */
   append(key: Tensor, value: Tensor, opts?: KVCacheAppendOptions): this;
   /**
@@ -523,7 +529,12 @@ export interface KVCache {
   attend(query: Tensor, opts: KVCacheAttendOptions & { needWeights: true }): AttentionResult<ResultTensor>;
   attend(query: Tensor, opts?: KVCacheAttendOptions & { needWeights?: false }): AttentionResult<null>;
   attend(query: Tensor, opts?: KVCacheAttendOptions): AttentionResult;
-  /** Keeps the oldest `length` held positions (rollback of the latest). */
+  /**
+   * Keeps the oldest `length` held positions (rollback of the latest): the next step then equals a
+   * cache given only the positions kept. A window-`W` ring that has dropped its oldest positions
+   * keeps at least `W − 1` (what the next position sees): a shorter `length` throws an
+   * `AttentionError` naming the window and changes nothing (`reset()` and append again instead).
+   */
   truncate(length: number): this;
   /** Empties the cache, keeping its memory. */
   reset(): this;

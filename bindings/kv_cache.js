@@ -68,7 +68,8 @@ export function createKVCacheClass(runtime) {
     /**
      * Appends key [batch, heads, t, headDim] and value [batch, heads, t, valueDim]. opts.mask:
      * Hugging Face's attention_mask of these positions, [batch, t] (1 a token, 0 padding), kept so
-     * that attend() hides padded keys. Returns this.
+     * that attend() hides padded keys. An f16 cache refuses a finite value past binary16's range
+     * (the core names where it is). Returns this.
      */
     append(key, value, opts) {
       const { state, wasm } = live(this, 'append');
@@ -119,7 +120,10 @@ export function createKVCacheClass(runtime) {
       return { output, weights };
     }
 
-    /** Keeps the oldest `length` positions held, dropping the latest (rollback). Returns this. */
+    /**
+     * Keeps the oldest `length` positions held, dropping the latest (rollback). A ring that has
+     * dropped positions keeps at least window − 1 (the core refuses less). Returns this.
+     */
     truncate(length) {
       const { state, wasm } = live(this, 'truncate');
       checkNumber(length, 'length', { min: 0, max: MAX_DIM, integer: true });

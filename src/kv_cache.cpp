@@ -18,6 +18,15 @@ std::string dims(std::initializer_list<std::string> parts) {
   return s + "]";
 }
 
+// `text` with each '%' replaced by the next of `numbers`: one loop where chains of + and
+// to_string would each cost code in the page.
+std::string fill(const char* text, std::initializer_list<int64_t> numbers) {
+  std::string s;
+  const int64_t* next = numbers.begin();
+  for (; *text; ++text) s += *text == '%' ? std::to_string(*next++) : std::string(1, *text);
+  return s;
+}
+
 }  // namespace
 
 Status KVCache::create(const KVCacheConfig& config, std::unique_ptr<KVCache>* out) {
@@ -119,9 +128,29 @@ void KVCache::write(Rows& rows, const float* source, int64_t t) {
     }
 }
 
+// A finite value binary16 cannot hold (|x| ≥ 65520, which rounds past 65504) would be stored as
+// ±Inf, and every attend over it would give NaN: an f16 cache refuses it, naming where it is.
+// Infinities and NaN given are kept as they are (they propagate, as in PyTorch).
+Status KVCache::check_half_range(const TensorView& tensor, const char* argument) const {
+  const Shape& shape = tensor.shape;  // [batch, heads, t, width]
+  for (int64_t i = 0, count = shape.numel(); i < count; ++i) {
+    const float x = tensor.data[i];
+    if (!(std::fabs(x) >= 65520.0f) || std::isinf(x)) continue;
+    const int64_t row = i / shape[3], plane = row / shape[2];
+    return Status::invalid(argument,
+                           "values within binary16's range, |x| < 65520 (this cache of dtype 'f16' would store the "
+                           "value as ±Infinity; a cache of dtype 'f32' holds it)",
+                           number_string(x) + fill(" at batch %, head %, position %, dim %",
+                                                   {plane / shape[1], plane % shape[1], position_ + row % shape[2], i % shape[3]}));
+  }
+  return Status::success();
+}
+
 Status KVCache::append(const TensorView& key, const TensorView& value, const MaskView& mask) {
   Status s = first_failure({check_append(key.shape, value.shape, mask), check_data(key, "key"), check_data(value, "value"),
                             check_data(mask, "mask")});
+  if (s.ok() && config_.dtype == CacheDtype::f16) s = check_half_range(key, "key");
+  if (s.ok() && config_.dtype == CacheDtype::f16) s = check_half_range(value, "value");
   if (!s.ok()) return s;
   const int64_t t = key.shape[2], held = length_after_append(t);
   // The ring grows when t new positions and the W - 1 before them outgrow it; otherwise the oldest
@@ -159,6 +188,19 @@ Status KVCache::truncate(int64_t length) {
   if (length < 0 || length > length_)
     return Status::invalid("length", "an integer in [0, " + std::to_string(length_) + "] (the positions held)",
                            std::to_string(length));
+  // A ring that has dropped its oldest positions can roll back only while it keeps the W - 1 the
+  // next position's window sees: with fewer, the next step would silently see fewer keys than a
+  // cache that had never gone further.
+  const int64_t dropped = position_ - length_;
+  if (config_.window && dropped > 0 && length < std::min(*config_.window - 1, length_)) {
+    const int64_t least = std::min(*config_.window - 1, length_);
+    return Status::invalid("length",
+                           fill("an integer in [%, %] (window %: the ring no longer holds the positions before %, and "
+                                "the next position must still see the % before it; to roll back further, reset() and "
+                                "append again)",
+                                {least, length_, *config_.window, dropped, least}),
+                           std::to_string(length));
+  }
   for (int64_t b = 0; b < config_.batch; ++b)
     for (int64_t index = length; index < length_; ++index) tokens_.data()[b] -= mask_at(b, index);
   position_ -= length_ - length;

@@ -54,7 +54,8 @@ class KVCache {
   // key [batch, heads, t, head_dim], value [batch, heads, t, value_dim], and optionally Hugging
   // Face's attention_mask of the new positions, mask [batch, t] (boolean, 1 = a token, 0 =
   // padding; absent: all tokens), which the cache keeps: attend() hides padded keys. Refused
-  // (nothing changes) past max_length without a window.
+  // (nothing changes) past max_length without a window, and in an f16 cache for a finite value
+  // past binary16's range.
   Status check_append(const Shape& key, const Shape& value, const MaskView& mask = {}) const;
   Status append(const TensorView& key, const TensorView& value, const MaskView& mask = {});
 
@@ -67,7 +68,9 @@ class KVCache {
   // d], oldest first) that an attend with `options` equals.
   SdpaOptions as_sdpa(const CacheAttendOptions& options) const;
 
-  // Drops the latest positions, keeping `length` (rollback).
+  // Drops the latest positions, keeping `length` (rollback). A ring (a window W) that has dropped
+  // positions keeps at least W - 1 (refused below: the next step would see fewer keys than a cache
+  // given the same positions afresh).
   Status truncate(int64_t length);
   void reset();
   // The held keys [batch, heads, length, head_dim] and values [..., value_dim] as floats, oldest
@@ -95,6 +98,8 @@ class KVCache {
     return (block * capacity_ + slot(index)) * rows.width;
   }
   void write(Rows& rows, const float* source, int64_t t);
+  // f16 caches: refuses a finite value that binary16 would store as ±Inf.
+  Status check_half_range(const TensorView& tensor, const char* argument) const;
   // Held positions [first, first + count) of every block, widened, as [blocks, count, width].
   void copy_out(const Rows& rows, int64_t first, int64_t count, float* out) const;
   // The rows as the attention engine's operand, read in place.

@@ -153,12 +153,11 @@ TEST_CASE("an f16 cache holding Inf or NaN attends through exact widening", "[kv
   auto f32 = make_cache(config);
   config.dtype = CacheDtype::f16;
   auto f16 = make_cache(config);
-  // 1e5 is past binary16's range: Inf in the f16 cache, which the f32 cache holds as given.
+  // An Inf given is held as Inf by both (a finite value past binary16's range is refused: below).
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> key = {0.5f, -1.0f, 0.25f, 2.0f, 1e5f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  std::vector<float> key = {0.5f, -1.0f, 0.25f, 2.0f, inf, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f};
   std::vector<float> value = {1.0f, 2.0f, 3.0f, 4.0f, 0.5f, 0.5f, 0.5f, 0.5f, -1.0f, 0.0f, 1.0f, 2.0f};
   REQUIRE(f16->append({key.data(), {1, 1, 3, 4}}, {value.data(), {1, 1, 3, 4}}).ok());
-  key[4] = inf;
   REQUIRE(f32->append({key.data(), {1, 1, 3, 4}}, {value.data(), {1, 1, 3, 4}}).ok());
   for (const float q0 : {1.0f, -1.0f, 0.0f}) {  // scores +Inf, -Inf and NaN (0 · Inf) for key 1
     const std::vector<float> q = {q0, 0.5f, 0.5f, 0.5f};
@@ -171,6 +170,142 @@ TEST_CASE("an f16 cache holding Inf or NaN attends through exact widening", "[kv
       if (!std::isnan(from_f32[e])) REQUIRE(from_f16[e] == Approx(from_f32[e]).margin(1e-6));
     }
   }
+}
+
+// Issue #35: 70000 was stored as Inf and every later attend returned NaN, without a word.
+TEST_CASE("an f16 cache refuses a finite value past binary16's range, naming where it is", "[kv_cache][f16]") {
+  KVCacheConfig config;
+  config.batch = 2;
+  config.heads = 2;
+  config.head_dim = 3;
+  config.value_dim = 2;
+  config.max_length = 8;
+  config.dtype = CacheDtype::f16;
+  config.window = 3;
+  auto cache = make_cache(config);
+  append_random(*cache, 4, 21);  // a ring that has wrapped: position 4 next
+  const auto snapshot = [&] {
+    std::vector<float> held(2 * 2 * cache->length() * 5);
+    cache->copy_keys(held.data());
+    cache->copy_values(held.data() + 2 * 2 * cache->length() * 3);
+    return held;
+  };
+  const std::vector<float> before = snapshot();
+  const int64_t length = cache->length();
+  // t = 2 new positions: key [2, 2, 2, 3], value [2, 2, 2, 2]. 65519 rounds to 65504 and is held;
+  // 65520 rounds to Inf. Inf and NaN as given stay what they are.
+  std::vector<float> key(2 * 2 * 2 * 3, 0.5f), value(2 * 2 * 2 * 2, -0.25f);
+  key[0] = 65519.0f;
+  key[1] = std::numeric_limits<float>::infinity();
+  value[3] = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    bool in_key;
+    int64_t index;
+    float x;
+    const char* got;
+  };
+  // key index ((b·2 + h)·2 + i)·3 + d; value ((b·2 + h)·2 + i)·2 + d.
+  for (const Case& c : {Case{true, ((1 * 2 + 0) * 2 + 1) * 3 + 2, 70000.0f, "70000 at batch 1, head 0, position 5, dim 2"},
+                        Case{true, ((0 * 2 + 1) * 2 + 0) * 3 + 1, -65520.0f, "-65520 at batch 0, head 1, position 4, dim 1"},
+                        Case{false, ((1 * 2 + 1) * 2 + 1) * 2 + 0, 1e30f, "1e+30 at batch 1, head 1, position 5, dim 0"}}) {
+    std::vector<float> k = key, v = value;
+    (c.in_key ? k : v)[c.index] = c.x;
+    const attn::Status s = cache->append({k.data(), {2, 2, 2, 3}}, {v.data(), {2, 2, 2, 2}});
+    REQUIRE(s.argument == (c.in_key ? "key" : "value"));
+    REQUIRE(s.expected ==
+            "values within binary16's range, |x| < 65520 (this cache of dtype 'f16' would store the value as "
+            "±Infinity; a cache of dtype 'f32' holds it)");
+    REQUIRE(s.got == c.got);
+    REQUIRE(cache->length() == length);
+    REQUIRE(cache->position() == 4);
+    REQUIRE(snapshot() == before);
+  }
+  // The cache works on: the values in range append (65519 held as 65504, Inf as Inf).
+  REQUIRE(cache->append({key.data(), {2, 2, 2, 3}}, {value.data(), {2, 2, 2, 2}}).ok());
+  REQUIRE(cache->position() == 6);
+  std::vector<float> held(2 * 2 * cache->length() * 3);
+  cache->copy_keys(held.data());
+  const int64_t position_4 = (cache->length() - 2) * 3;  // batch 0, head 0: position 4 is the second latest
+  REQUIRE(held[position_4] == 65504.0f);
+  REQUIRE(std::isinf(held[position_4 + 1]));
+}
+
+// Issue #35: a truncate() of a ring that had wrapped was accepted, and the next step saw fewer keys
+// than a cache given the same positions afresh (0.23 apart). Every wrap offset and every length:
+// a truncate either gives exactly the fresh cache's next step or is refused, changing nothing.
+TEST_CASE("truncating a wrapped ring equals a fresh cache, or is refused naming the window", "[kv_cache]") {
+  constexpr int64_t W = 4;
+  KVCacheConfig config;
+  config.heads = 2;
+  config.head_dim = 3;
+  config.value_dim = 2;
+  config.max_length = 2;
+  config.window = W;
+  // Position p's key and value depend on p alone (`variant` gives a replacement token instead).
+  const auto append_positions = [&](KVCache& cache, int64_t first, int64_t t, uint32_t variant = 0) {
+    std::vector<float> key, value;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t p = first; p < first + t; ++p) {
+        const std::vector<float> k = fixtures::normal_floats(3, static_cast<uint32_t>(1000 * variant + 10 * p + h));
+        const std::vector<float> v = fixtures::normal_floats(2, static_cast<uint32_t>(1000 * variant + 10 * p + h + 5));
+        key.insert(key.end(), k.begin(), k.end());
+        value.insert(value.end(), v.begin(), v.end());
+      }
+    REQUIRE(cache.append({key.data(), {1, 2, t, 3}}, {value.data(), {1, 2, t, 2}}).ok());
+  };
+  const auto step = [&](KVCache& cache, int64_t t) {  // t replacement tokens, their attends with weights
+    append_positions(cache, cache.position(), t, 7);
+    const std::vector<float> q = fixtures::normal_floats(1 * 4 * t * 3, 99);
+    std::vector<float> out(4 * t * 2), weights(4 * t * cache.length());
+    REQUIRE(cache.attend({q.data(), {1, 4, t, 3}}, {}, out.data(), weights.data()).ok());
+    out.insert(out.end(), weights.begin(), weights.end());
+    return out;
+  };
+  int refused = 0, exact = 0;
+  for (const CacheDtype dtype : {CacheDtype::f32, CacheDtype::f16})
+    for (const int64_t prefill : {int64_t{1}, int64_t{2}, W, W + 2})
+      for (int64_t total = prefill; total <= prefill + 2 * W + 1; ++total) {
+        config.dtype = dtype;
+        // The ring's state: a prefill, then single steps (each offset of its start comes round).
+        const auto replay = [&] {
+          auto cache = make_cache(config);
+          append_positions(*cache, 0, prefill);
+          for (int64_t p = prefill; p < total; ++p) append_positions(*cache, p, 1);
+          return cache;
+        };
+        const int64_t held = replay()->length(), dropped = total - held;
+        for (int64_t length = 0; length <= held; ++length)
+          for (const int64_t t : {int64_t{1}, int64_t{2}}) {
+            INFO("f16 " << (dtype == CacheDtype::f16) << ", prefill " << prefill << ", total " << total << ", held " << held
+                        << ", truncate to " << length << ", next t " << t);
+            auto cache = replay();
+            const attn::Status s = cache->truncate(length);
+            if (dropped > 0 && length < W - 1) {
+              REQUIRE(s.argument == "length");
+              REQUIRE(s.got == std::to_string(length));
+              REQUIRE(s.expected == "an integer in [3, " + std::to_string(held) + "] (window 4: the ring no longer holds the positions before " +
+                                        std::to_string(dropped) + ", and the next position must still see the 3 before it; to roll back further, reset() and append again)");
+              REQUIRE(cache->length() == held);
+              REQUIRE(cache->position() == total);
+              auto untouched = replay();
+              REQUIRE(step(*cache, t) == step(*untouched, t));
+              ++refused;
+              continue;
+            }
+            REQUIRE(s.ok());
+            const int64_t next = dropped + length;
+            REQUIRE(cache->position() == next);
+            auto fresh = make_cache(config);
+            for (int64_t p = 0; p < next; ++p) append_positions(*fresh, p, 1);
+            const std::vector<float> got = step(*cache, t), want = step(*fresh, t);
+            REQUIRE(cache->length() == fresh->length());
+            REQUIRE(got.size() == want.size());
+            for (size_t e = 0; e < want.size(); ++e) REQUIRE(got[e] == Approx(want[e]).margin(1e-6));
+            ++exact;
+          }
+      }
+  REQUIRE(refused > 0);
+  REQUIRE(exact > 0);
 }
 
 TEST_CASE("refused cache calls name the argument and change nothing", "[kv_cache]") {

@@ -676,18 +676,27 @@ void fuzz_kv_cache(Input& in) {
       case 0: {
         const int64_t t = in.dim();
         Tensor key{{k.batch, k.heads, t, k.head_dim}, {}}, value{{k.batch, k.heads, t, k.value_dim}, {}};
+        // An f16 cache refuses a finite value binary16 would hold as ±Inf (|x| ≥ 65520).
+        bool moderate = true, past_half = false;
         for (Tensor* x : {&key, &value}) {
           x->data.resize(safe_numel(x->shape));
-          for (float& e : x->data) moderate_data &= std::fabs(e = in.number()) < 1e4f;
+          for (float& e : x->data) {
+            moderate &= std::fabs(e = in.number()) < 1e4f;
+            past_half |= k.dtype == attn::CacheDtype::f16 && std::isfinite(e) && std::fabs(e) >= 65520.0f;
+          }
         }
         const int64_t expected = cache->length_after_append(t);
-        if (cache->append(key.view(), value.view()).ok() ? cache->length() != expected : cache->length() != held)
-          std::abort();
+        const bool appended = cache->append(key.view(), value.view()).ok();
+        if ((appended ? cache->length() != expected : cache->length() != held) || (appended && past_half)) std::abort();
+        if (appended) moderate_data &= moderate;
         break;
       }
       case 1: {
+        // A ring that has dropped positions keeps the window − 1 the next position sees.
         const int64_t length = in.byte() % (held + 2);
-        if (cache->truncate(length).ok() != (length <= held) || cache->length() != std::min(length, held)) std::abort();
+        const int64_t least = k.window && cache->position() > held ? std::min(*k.window - 1, held) : 0;
+        const bool valid = least <= length && length <= held;
+        if (cache->truncate(length).ok() != valid || cache->length() != (valid ? length : held)) std::abort();
         break;
       }
       case 2:

@@ -375,6 +375,16 @@ const BAD_CALLS = {
     argument: /^length$/,
     message: ['-1'],
   },
+  'a truncate of a ring that has dropped positions, below window − 1': {
+    call: (attn) => refusing(attn).ring.truncate(1),
+    argument: /^length$/,
+    message: ['[2, 3]', 'window 3: the ring no longer holds the positions before 3', 'reset() and append again', 'got 1'],
+  },
+  "an f16 append of a finite value past binary16's range": {
+    call: (attn) => refusing(attn).half.append(f32([1, 2, 1, 4]), { shape: [1, 2, 1, 4], data: Float32Array.of(0, 0, 0, 0, 0, 7e4, 0, 0) }),
+    argument: /^value$/,
+    message: ["|x| < 65520 (this cache of dtype 'f16' would store the value as ±Infinity", 'got 70000 at batch 0, head 1, position 3, dim 1'],
+  },
   'GroupedQueryAttention with key/value heads that do not divide the heads': {
     call: (attn) => new attn.GroupedQueryAttention(16, 4, 3),
     argument: /^numKeyValueHeads$/,
@@ -635,6 +645,19 @@ function decoding(attn) {
     decodingObjects.set(attn, { cache, gqa, gqaCache: gqa.createCache(4) });
   }
   return decodingObjects.get(attn);
+}
+
+// Caches whose refusals issue #35 added: a window-3 ring that has dropped 3 positions (3 held), and
+// an f16 cache holding 3.
+const refusingObjects = new WeakMap();
+function refusing(attn) {
+  if (!refusingObjects.has(attn)) {
+    const ring = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 3, window: 3 });
+    for (let p = 0; p < 6; p++) ring.append(f32([1, 2, 1, 4]), f32([1, 2, 1, 4]));
+    const half = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 5, dtype: 'f16' }).append(f32([1, 2, 3, 4]), f32([1, 2, 3, 4]));
+    refusingObjects.set(attn, { ring, half });
+  }
+  return refusingObjects.get(attn);
 }
 
 function assertAttentionError(fn, { argument, message }) {

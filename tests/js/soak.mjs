@@ -38,6 +38,7 @@ function newBlock() {
 const BAD_CALLS = [
   (block, cache) => block.forward(randomTensor([1, 1, HIDDEN + 1], random), { cache }),
   (block, cache) => cache.truncate(cache.length + 1),
+  (block, cache) => cache.truncate(cache.window !== null && cache.position > cache.length ? cache.window - 2 : -1),
   (block, cache) => cache.attend(randomTensor([1, 3, 1, HIDDEN / HEADS], random)),
   (block, cache) => block.forward(randomTensor([1, 2, HIDDEN], random), { cache, positions: [0] }),
   (block, cache) => cache.append(randomTensor([1, KV_HEADS, 1, 7], random), randomTensor([1, KV_HEADS, 1, 7], random)),
@@ -78,7 +79,9 @@ while (performance.now() - started < seconds * 1000) {
   assert.ok(output.data.every(Number.isFinite), 'a finite output');
   steps++;
   if (cache.length >= MAX_LENGTH - 1 || random() < 0.01) {
-    cache.truncate(Math.floor(random() * cache.length));
+    // A ring that has dropped positions keeps at least window − 1 (below, truncate() refuses).
+    const least = cache.window !== null && cache.position > cache.length ? cache.window - 1 : 0;
+    cache.truncate(least + Math.floor(random() * (cache.length - least)));
     truncations++;
   }
   if (random() < 0.01) {
