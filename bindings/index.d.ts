@@ -56,8 +56,8 @@ export interface InitOptions {
    * Threads to run on: an integer in [1, 64], default 1. Above 1 the pthreads build is loaded
    * where `SharedArrayBuffer` exists (always in Node; in browsers only when the page is
    * cross-origin isolated) and one thread is used otherwise: `features.threads` says which. If the
-   * pthreads build cannot start (its worker file is not served), init() logs a warning and uses
-   * the one-thread SIMD build.
+   * pthreads build cannot start (its worker file missing or not served, or a worker failing to
+   * start), init() logs one warning and uses the one-thread SIMD build.
    */
   threads?: number;
   /** `false` forces the scalar (no SIMD) build. Default `true`: SIMD when the engine supports it. */

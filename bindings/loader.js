@@ -215,6 +215,11 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
   const failed = new Promise((_, reject) => {
     fail = reject;
   });
+  const onError = (event) =>
+    fail(new Error(`attention-wasm: a pthread worker failed to start: ${event?.message ?? `could not load ${build.worker().href}`}`));
+  // The pthread workers, and the onerror handlers the glue gave them.
+  let workers = [];
+  const glueOnerror = new Map();
   const options = {
     threadPoolSize: build.worker ? threads : 0,
     // Emscripten asks for its pthread worker ('attention-threads[-relaxed].worker.js') and names its
@@ -225,7 +230,17 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
       return scriptDirectory + file;
     },
     instantiateWasm: (imports, receiveInstance) => {
-      instantiateSource(name, source, imports).then(({ instance, module }) => receiveInstance(instance, module), fail);
+      instantiateSource(name, source, imports).then(({ instance, module }) => {
+        receiveInstance(instance, module);
+        // receiveInstance has given each pthread worker the glue's onerror, which logs and
+        // rethrows: in Node from inside an 'error' listener, past every try/catch, ending the
+        // process when a worker cannot start (its file missing). Until the workers have started,
+        // their errors are start-up's alone: one warning, and init() falls back to one thread.
+        for (const worker of workers) {
+          glueOnerror.set(worker, worker.onerror);
+          worker.onerror = onError;
+        }
+      }, fail);
       return {}; // exports arrive asynchronously
     },
     onAbort: (what) => fail(new Error(`attention-wasm: the ${name} build aborted while loading: ${what}`)),
@@ -246,15 +261,13 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
 
   const ready = createModule(options);
   let timer;
-  const startListeners = [];
   if (build.worker) {
     // The workers exist as soon as the glue has run (PThread.initMainThread). A worker whose script
     // fails to load reports an error event; one whose import fails reports nothing, hence the timer.
-    for (const worker of options.PThread?.unusedWorkers ?? []) {
-      const onError = (event) => fail(new Error(`attention-wasm: a pthread worker failed to start: ${event?.message ?? event}`));
+    workers = [...(options.PThread?.unusedWorkers ?? [])];
+    for (const worker of workers) {
       if (typeof worker.on === 'function') worker.on('error', onError);
       else worker.addEventListener('error', onError);
-      startListeners.push([worker, onError]);
     }
     timer = setTimeout(() => fail(new Error(`attention-wasm: pthread workers not ready after ${THREADS_START_TIMEOUT / 1000} s`)), THREADS_START_TIMEOUT);
     timer.unref?.();
@@ -263,18 +276,24 @@ async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
   try {
     wasm = await Promise.race([ready, failed]);
   } catch (error) {
-    if (build.worker) for (const worker of options.PThread?.unusedWorkers ?? []) worker.terminate();
+    // The listeners stay: a failed worker's error may still arrive, and in Node an 'error' event
+    // that no listener takes is thrown.
+    for (const worker of workers) worker.terminate();
+    workers = [];
     throw error;
   } finally {
     clearTimeout(timer);
-    // Start-up is over. Left in place, a listener holds `fail`, whose never-settled promise holds
-    // the race above, settled with the module: a terminated Worker object that Chromium keeps a
-    // while after dispose() then keeps the instance's memory (tests/browser/dispose.test.js saw
-    // 64 MiB 30 s on in 3 of 32 runs; none in 45 with the listeners removed).
-    for (const [worker, onError] of startListeners) {
+    // Start-up is over: the glue's onerror back. Left in place, a listener holds `fail`, whose
+    // never-settled promise holds the race above, settled with the module: a terminated Worker
+    // object that Chromium keeps a while after dispose() then keeps the instance's memory
+    // (tests/browser/dispose.test.js saw 64 MiB 30 s on in 3 of 32 runs; none in 45 with the
+    // listeners removed).
+    for (const worker of workers) {
       if (typeof worker.off === 'function') worker.off('error', onError);
       else worker.removeEventListener('error', onError);
+      worker.onerror = glueOnerror.get(worker);
     }
+    glueOnerror.clear();
   }
   if (isNode && build.worker) {
     // Idle pthread workers must not keep a Node process alive.

@@ -74,26 +74,41 @@ test('examples/worker: a module Web Worker runs MultiheadAttention on 2 threads'
   assert.deepEqual(browser.errors, []);
 });
 
-test('without its pthread worker file, init({ threads: 2 }) falls back to one thread and says why', { timeout: 30_000 }, async () => {
-  const page = await browser.context.newPage();
-  const warnings = [];
-  page.on('console', (message) => {
-    if (message.type() === 'warning') warnings.push(message.text());
+// As on a host or bundler that does not serve the worker file, and with a worker that fails as it
+// starts: one warning, no error, the one-thread build.
+for (const [what, fulfill, reason] of [
+  ['without its pthread worker file', { status: 404, body: 'Not Found' },
+    /^attention-wasm: a pthread worker failed to start: could not load http:\/\/127\.0\.0\.1:\d+\/dist\/attention-threads-relaxed\.worker\.js\?no-inline; /],
+  // (Its response needs COEP, as every worker script of a cross-origin isolated page does.)
+  ['with a pthread worker that fails as it starts', {
+    status: 200, contentType: 'text/javascript', body: 'throw new Error("no threads here");',
+    headers: { 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' },
+  },
+    /^attention-wasm: a pthread worker failed to start: Uncaught Error: no threads here; /],
+]) {
+  test(`${what}, init({ threads: 2 }) falls back to one thread with one warning`, { timeout: 30_000 }, async () => {
+    const page = await browser.context.newPage();
+    const warnings = [];
+    page.on('console', (message) => {
+      if (message.type() === 'warning') warnings.push(message.text());
+    });
+    await browser.context.route('**/attention-threads*.worker.js*', (route) => route.fulfill(fulfill));
+    try {
+      const result = await openExample('examples/browser/', page);
+      assert.equal(result.features.threads, 1, 'one thread');
+      assert.equal(result.features.simd, true, 'on the SIMD build');
+      assert.equal(result.build, 'relaxed', 'the one-thread build of the same (relaxed) SIMD');
+      assertClose(result.weights, causalReference().weights, 'weights');
+      assert.equal(warnings.length, 1, `one warning: ${JSON.stringify(warnings)}`);
+      assert.match(warnings[0], reason);
+      assert.match(warnings[0], /; using one thread \(the relaxed build\) instead\.$/);
+      assert.deepEqual(browser.errors, []);
+    } finally {
+      await browser.context.unroute('**/attention-threads*.worker.js*');
+      await page.close();
+    }
   });
-  // As on a host or bundler that does not serve the worker file.
-  await browser.context.route('**/attention-threads*.worker.js*', (route) => route.fulfill({ status: 404, body: 'Not Found' }));
-  try {
-    const result = await openExample('examples/browser/', page);
-    assert.equal(result.features.threads, 1, 'one thread');
-    assert.equal(result.features.simd, true, 'on the SIMD build');
-    assert.equal(result.build, 'relaxed', 'the one-thread build of the same (relaxed) SIMD');
-    assertClose(result.weights, causalReference().weights, 'weights');
-    assert.ok(warnings.some((w) => /pthread worker/.test(w) && /one thread/.test(w)), `a warning says why: ${warnings}`);
-  } finally {
-    await browser.context.unroute('**/attention-threads*.worker.js*');
-    await page.close();
-  }
-});
+}
 
 test('an HTML page served where a .wasm file belongs gives an error naming the URL', { timeout: 30_000 }, async () => {
   const page = await browser.context.newPage();

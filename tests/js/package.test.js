@@ -187,3 +187,56 @@ console.log(JSON.stringify({ features: attn.features, output: [...output.data], 
     });
   }
 });
+
+// Issue #35: a bundler that did not copy the pthread worker file (or a worker that fails as it
+// starts) killed the Node process with "Cannot find module '…/attention-threads.worker.js'", past
+// every try/catch. The docs promise one warning and the one-thread build.
+test('without its pthread worker file, or with one that fails as it starts, init({ threads: 2 }) warns once and runs on one thread', { timeout: 120_000 }, async () => {
+  const project = join(workDir, 'no-worker');
+  await mkdir(project);
+  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'no-worker', private: true, type: 'module' }));
+  await run('npm', ['install', tarball, '--no-audit', '--no-fund'], { cwd: project, env: NPM_ENV });
+  const dist = join(project, 'node_modules', 'attention-wasm', 'dist');
+  // d = 1: query 1 scores keys [0, 1] as [0, 2] (causal), so its output is 10 e² / (1 + e²).
+  await writeFile(
+    join(project, 'main.js'),
+    `import { init } from 'attention-wasm';
+let result;
+try {
+  const attn = await init({ threads: 2, relaxedSimd: process.argv[2] === 'relaxed' });
+  const t = (values) => ({ shape: [2, 1], data: Float32Array.from(values) });
+  const { output } = attn.scaledDotProductAttention(t([1, 2]), t([0, 1]), t([0, 10]), { isCausal: true });
+  result = { build: attn.build, features: attn.features, output: output.data[1] };
+  attn.dispose();
+} catch (error) {
+  result = { error: String(error) };
+}
+console.log(JSON.stringify(result));
+`,
+  );
+  const e2 = Math.exp(2);
+  // The relaxed pair only where the engine has relaxed SIMD: behind a flag in Node 20.
+  const runs = [['threads', 'simd', []], ['threads-relaxed', 'relaxed', ['--experimental-wasm-relaxed-simd']]];
+  for (const [worker, reason] of [
+    [null, /Cannot find module '[^']*attention-%s\.worker\.js'/],
+    ['throw new Error("no threads here");', /no threads here/],
+  ]) {
+    for (const [threaded, oneThread, flags] of runs) {
+      const file = join(dist, `attention-${threaded}.worker.js`);
+      await rm(file, { force: true });
+      if (worker) await writeFile(file, worker);
+      const what = `${worker ? 'a failing' : 'no'} ${threaded} worker`;
+      const { stdout, stderr } = await run(process.execPath, [...flags, 'main.js', oneThread], { cwd: project });
+      const result = JSON.parse(stdout);
+      assert.equal(result.error, undefined, `${what}: ${result.error}`);
+      assert.equal(result.build, oneThread, what);
+      assert.deepEqual([result.features.simd, result.features.threads], [true, 1], what);
+      assert.ok(Math.abs(result.output - (10 * e2) / (1 + e2)) < 1e-4, `${what}: output ${result.output}`);
+      const lines = stderr.trim().split('\n');
+      assert.equal(lines.length, 1, `${what}: one warning, got ${JSON.stringify(stderr)}`);
+      assert.match(lines[0], /^attention-wasm: a pthread worker failed to start: /, what);
+      assert.match(lines[0], new RegExp(reason.source.replace('%s', threaded)), what);
+      assert.ok(lines[0].endsWith(`; using one thread (the ${oneThread} build) instead.`), `${what}: ${lines[0]}`);
+    }
+  }
+});
