@@ -81,7 +81,8 @@ export interface InitOptions {
    * The wasm bytes themselves, so no `.wasm` file is fetched: the bytes of the build init picks
    * (`attention-simd.wasm` unless `simd: false`, `relaxedSimd: true`, threads or a missing SIMD say
    * otherwise), or one entry per build. A build without an entry is fetched as usual. Bytes that are not WebAssembly,
-   * or belong to another build, throw an `AttentionError` naming `wasmBinary`. Default: none.
+   * or belong to another build (each build's file names its build), throw an `AttentionError`
+   * naming `wasmBinary` and both builds. Default: none.
    */
   wasmBinary?: WasmBytes | { [build in BuildName]?: WasmBytes };
 }

@@ -139,6 +139,23 @@ async function wasmSource(name, { wasmBaseUrl, wasmBinary }) {
   return { url };
 }
 
+// Each build's .wasm opens with a custom section "attention-wasm" holding its name, right after the
+// 8-byte header (scripts/tag-wasm.mjs): the builds' imports can agree, so another build's bytes
+// would link with this build's glue and run (the scalar build's as 'simd', at scalar speed).
+const TAG = 'attention-wasm';
+
+function checkBuildOf(name, { bytes, argument }) {
+  // Section id 0, its size, the name's length, the name, the build: each size one LEB128 byte.
+  const text = bytes[8] === 0 && bytes[10] === TAG.length ? new TextDecoder().decode(bytes.subarray(11, 10 + bytes[9])) : '';
+  const given = text.startsWith(TAG) && text.slice(TAG.length);
+  if (given !== name)
+    throw new AttentionError(
+      argument,
+      `the bytes of attention-${name}.wasm (the build init picked; its options threads, simd and relaxedSimd choose it)`,
+      given ? `the bytes of attention-${given}.wasm` : 'a module that is none of the builds of this version',
+    );
+}
+
 function loadError(name, url, reason) {
   return new Error(
     `attention-wasm: could not load attention-${name}.wasm from ${url}: ${reason}. If a bundler or ` +
@@ -209,6 +226,7 @@ const THREADS_START_TIMEOUT = 20_000;
 async function instantiate(name, { threads, wasmBaseUrl, wasmBinary }) {
   const build = BUILDS[name];
   const source = await wasmSource(name, { wasmBaseUrl, wasmBinary });
+  if (source.argument) checkBuildOf(name, source);
   const { default: createModule } = await build.factory();
 
   let fail;

@@ -1,9 +1,14 @@
 // init()'s loading options: wasmBinary (bytes for the build init picks, or per build) and
 // wasmBaseUrl, with the errors bad values give.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { AttentionError, init } from '../../dist/index.mjs';
+import { REPO_ROOT } from './helpers.js';
+
+const run = promisify(execFile);
 
 const dist = new URL('../../dist/', import.meta.url);
 const bytesOf = (build) => readFile(new URL(`attention-${build}.wasm`, dist));
@@ -56,10 +61,90 @@ test('wasmBinary: wrong values throw an AttentionError naming wasmBinary', async
     assertAttentionError('wasmBinary', /not WebAssembly/));
   await assert.rejects(init({ wasmBinary: { simdd: await bytesOf('simd') } }), assertAttentionError('wasmBinary.simdd', /one of the builds/));
   await assert.rejects(init({ wasmBinary: { scalar: 42 } }), assertAttentionError('wasmBinary.scalar', /got 42/));
-  // Another build's bytes do not link with this build's glue.
-  await assert.rejects(init({ wasmBinary: await bytesOf('threads') }), assertAttentionError('wasmBinary', /attention-simd\.wasm.*does not link/));
+  // Another build's bytes: each build names itself (scripts/tag-wasm.mjs).
+  await assert.rejects(init({ wasmBinary: await bytesOf('threads') }),
+    assertAttentionError('wasmBinary', /expected the bytes of attention-simd\.wasm .*, got the bytes of attention-threads\.wasm$/));
   await assert.rejects(init({ threads: 2, wasmBinary: { threads: await bytesOf('simd') } }),
-    assertAttentionError('wasmBinary.threads', /attention-threads\.wasm/));
+    assertAttentionError('wasmBinary.threads', /expected the bytes of attention-threads\.wasm .*, got the bytes of attention-simd\.wasm$/));
+  // A valid module that is none of the builds (here one that an older version would have been).
+  const untagged = await bytesOf('simd');
+  const size = untagged[9];
+  await assert.rejects(init({ wasmBinary: Buffer.concat([untagged.subarray(0, 8), untagged.subarray(10 + size)]) }),
+    assertAttentionError('wasmBinary', /got a module that is none of the builds of this version$/));
+});
+
+const BUILD_NAMES = ['simd', 'relaxed', 'scalar', 'threads', 'threads-relaxed'];
+// The options under which init() picks each build (the relaxed ones where the engine has relaxed SIMD).
+const PICKS = { simd: {}, relaxed: { relaxedSimd: true }, scalar: { simd: false }, threads: { threads: 2 }, 'threads-relaxed': { threads: 2, relaxedSimd: true } };
+const pairMessage = (picked, given) =>
+  `expected the bytes of attention-${picked}.wasm (the build init picked; its options threads, simd and relaxedSimd choose it), ` +
+  `got the bytes of attention-${given}.wasm`;
+
+// Issue #35: the scalar build's bytes resolved as build 'simd' (features.simd true) and ran at scalar
+// speed: their imports are the SIMD glue's. Every build's file names its build.
+test('wasmBinary: each build starts with a custom section naming it', async () => {
+  for (const build of BUILD_NAMES) {
+    const bytes = await bytesOf(build);
+    // Its text is read at fixed offsets, before anything compiles (a relaxed build's bytes do not
+    // compile in an engine without relaxed SIMD, yet are named).
+    assert.equal(new TextDecoder().decode(bytes.subarray(11, 10 + bytes[9])), `attention-wasm${build}`);
+    if (WebAssembly.validate(bytes)) {
+      const [section] = WebAssembly.Module.customSections(new WebAssembly.Module(bytes), 'attention-wasm');
+      assert.equal(new TextDecoder().decode(section), build);
+    }
+  }
+});
+
+test('wasmBinary: every pair of builds, bytes of one where init picks the other, throws naming both', async () => {
+  // Here the engine has no relaxed SIMD (Node 20 without its flag), so init picks simd, scalar or
+  // threads; the pairs picking a relaxed build run below, with the flag.
+  const engineHasRelaxed = WebAssembly.validate(await bytesOf('relaxed'));
+  for (const picked of engineHasRelaxed ? BUILD_NAMES : ['simd', 'scalar', 'threads'])
+    for (const given of BUILD_NAMES) {
+      const bytes = await bytesOf(given);
+      for (const wasmBinary of [bytes, { [picked]: bytes }]) {
+        const argument = wasmBinary === bytes ? 'wasmBinary' : `wasmBinary.${picked}`;
+        if (given === picked) {
+          const attn = await init({ ...PICKS[picked], wasmBinary });
+          assert.equal(attn.build, picked);
+          check(attn);
+          attn.dispose();
+          continue;
+        }
+        await assert.rejects(init({ ...PICKS[picked], wasmBinary }), (error) => {
+          assertAttentionError(argument, /./)(error);
+          assert.equal(error.message, `${argument}: ${pairMessage(picked, given)}`);
+          return true;
+        });
+      }
+    }
+});
+
+test('wasmBinary: every pair of builds with relaxed SIMD in the engine (--experimental-wasm-relaxed-simd)', async () => {
+  const script = `
+    import { readFile } from 'node:fs/promises';
+    import { init } from './dist/index.mjs';
+    const builds = ${JSON.stringify(BUILD_NAMES)}, picks = ${JSON.stringify(PICKS)};
+    const results = [];
+    for (const picked of builds)
+      for (const given of builds) {
+        const wasmBinary = await readFile(new URL('./dist/attention-' + given + '.wasm', import.meta.url));
+        try {
+          const attn = await init({ ...picks[picked], wasmBinary });
+          results.push([picked, given, attn.build, attn.features.simd]);
+          attn.dispose();
+        } catch (error) {
+          results.push([picked, given, error.name, error.message]);
+        }
+      }
+    console.log(JSON.stringify(results));`;
+  const { stdout } = await run(process.execPath, ['--experimental-wasm-relaxed-simd', '--input-type=module', '-e', script], { cwd: REPO_ROOT });
+  const results = JSON.parse(stdout);
+  assert.equal(results.length, 25);
+  for (const [picked, given, ...got] of results) {
+    if (picked === given) assert.deepEqual(got, [picked, picked !== 'scalar'], `${given} bytes`);
+    else assert.deepEqual(got, ['AttentionError', `wasmBinary: ${pairMessage(picked, given)}`], `${given} bytes where ${picked} is picked`);
+  }
 });
 
 test('wasmBaseUrl: a folder URL (trailing slash optional); a missing file names its URL', async () => {
