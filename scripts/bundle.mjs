@@ -3,7 +3,7 @@
 // entry never loads), so that the package imports in browsers and workers with no import map, and
 // copies their types beside them.
 import { build } from 'esbuild';
-import { copyFile, readFile } from 'node:fs/promises';
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
 
 const root = new URL('../', import.meta.url);
 const { version } = JSON.parse(await readFile(new URL('package.json', root), 'utf8'));
@@ -28,8 +28,16 @@ const options = {
   lineLimit: 160,
   logLevel: 'warning',
 };
-await build({ ...options, entryPoints: ['bindings/index.js'], outfile: 'dist/index.mjs' });
-await build({ ...options, entryPoints: ['bindings/models/index.js'], outfile: 'dist/models.mjs' });
+for (const [entry, outfile] of [['bindings/index.js', 'dist/index.mjs'], ['bindings/models/index.js', 'dist/models.mjs']]) {
+  await build({ ...options, entryPoints: [entry], outfile });
+  // lineLimit breaks long strings with line continuations (a backslash, then a line break) and
+  // lines between tokens, and a bundler finds `new URL('./attention-x.wasm', import.meta.url)` only
+  // on one line (Vite missed files): the strings and those calls are joined back.
+  const path = new URL(outfile, root);
+  const code = (await readFile(path, 'utf8')).replaceAll('\\\n', '')
+    .replace(/new URL\(\s*("[^"\n]*")\s*,\s*import\s*\.\s*meta\s*\.\s*url\s*\)/g, 'new URL($1,import.meta.url)');
+  await writeFile(path, code);
+}
 await copyFile(new URL('bindings/index.d.ts', root), new URL('dist/index.d.mts', root));
 await copyFile(new URL('bindings/models/index.d.ts', root), new URL('dist/models.d.mts', root));
 // CommonJS require() gets an error that says the package is ESM only.
