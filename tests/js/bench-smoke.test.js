@@ -1,0 +1,105 @@
+// Every `npm run bench` mode still runs: each through scripts/bench.sh (BENCH_NO_BUILD=1: the
+// build is npm test's) with --quick, its smallest sizes, writing its rows with --json; the rows
+// must hold the keys their script's header and docs/performance.md document, with finite figures.
+// Their figures mean nothing (two modes run at once on a shared machine). bench/f16-accuracy.mjs
+// runs too. The page bench (--page) is left out: Chromium, the page's load and one warm-up round
+// take about 30 s on this 2-core machine. Installs bench/node_modules on first use (npm ci), as
+// `npm run bench` does.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const run = promisify(execFile);
+
+/** Runs `npm run bench -- <args> --json FILE` → the rows written and the output printed. */
+async function bench(args) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-'));
+  try {
+    const json = path.join(dir, 'rows.json');
+    const { stdout } = await run('bash', ['scripts/bench.sh', ...args, '--json', json], {
+      cwd: root, env: { ...process.env, BENCH_NO_BUILD: '1' }, maxBuffer: 64 << 20, timeout: 120_000,
+    });
+    return { rows: JSON.parse(readFileSync(json, 'utf8')), stdout };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Every row of `impl` (at least one) holds `keys`, the numeric ones finite and not negative. */
+function checkRows(rows, impl, keys) {
+  const matching = rows.filter((row) => (impl instanceof RegExp ? impl.test(row.impl) : row.impl === impl));
+  assert.ok(matching.length > 0, `no ${impl} row among ${[...new Set(rows.map((row) => row.impl))].join(', ')}`);
+  for (const row of matching)
+    for (const key of keys) {
+      assert.ok(key in row, `${row.impl} row without ${key}: ${JSON.stringify(row)}`);
+      if (typeof row[key] === 'number') assert.ok(Number.isFinite(row[key]) && row[key] >= 0, `${row.impl}.${key} = ${row[key]}`);
+    }
+}
+
+// Two modes at a time: the file stays within about a minute on 2 cores.
+describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
+  test('default (MultiheadAttention against its peers)', async () => {
+    const { rows } = await bench(['--quick']);
+    checkRows(rows, 'ours-simd', ['impl', 'L', 'threads', 'weights', 'min_ms', 'median_ms', 'gflops', 'max_abs_err']);
+    checkRows(rows, 'onnxruntime-web', ['impl', 'L', 'threads', 'median_ms', 'max_abs_err', 'formulation']);
+    checkRows(rows, 'simd128-peak', ['impl', 'threads', 'gflops']);
+    checkRows(rows, 'ours-gemm', ['impl', 'M', 'N', 'K', 'threads', 'gflops']);
+  });
+
+  test('--sdpa-options', async () => {
+    const { rows } = await bench(['--sdpa-options', '--quick']);
+    checkRows(rows, /^ours-.*-causal$/, ['impl', 'L', 'heads', 'threads', 'min_ms', 'median_ms']);
+    checkRows(rows, /^onnxruntime-web-/, ['impl', 'L', 'heads', 'threads', 'min_ms', 'median_ms', 'max_abs_err']);
+  });
+
+  test('--decode', async () => {
+    const { rows } = await bench(['--decode', '--quick']);
+    checkRows(rows, 'read-bandwidth', ['impl', 'threads', 'gbps']);
+    checkRows(rows, 'gemm-rate', ['impl', 'threads', 'gflops']);
+    for (const impl of ['ours-decode-f32', 'ours-decode-f16', 'ours-sdpa-per-step'])
+      checkRows(rows, impl, ['impl', 'context', 'threads', 'median_ms', 'min_ms', 'max_abs_err', 'roofline_ms']);
+    checkRows(rows, 'onnxruntime-web-gqa', ['impl', 'context', 'threads', 'median_ms', 'min_ms', 'max_abs_err']);
+    checkRows(rows, 'ours-block-decode', ['impl', 'context', 'threads', 'batch', 'median_ms', 'min_ms']);
+  });
+
+  test('--linear', async () => {
+    const { rows } = await bench(['--linear', '--quick', '--tokens', '16']);
+    checkRows(rows, 'gemm-rate', ['impl', 'threads', 'gflops']);
+    for (const impl of ['linear-f32', 'linear-f16'])
+      checkRows(rows, impl, ['impl', 'layer', 'in', 'out', 'threads', 'tokens', 'median_ms', 'gflops', 'gemm_gflops']);
+  });
+
+  test('--model', async () => {
+    const { rows } = await bench(['--model', '--quick', '--tokens', '32']);
+    for (const impl of ['model-forward', 'model-forward-last'])
+      checkRows(rows, impl, ['impl', 'threads', 'tokens', 'median_ms', 'linear_gflops', 'gemm_gflops']);
+    assert.deepEqual([...new Set(rows.map((row) => row.threads))], [1, 2]);
+  });
+
+  test('--open', async () => {
+    const { rows, stdout } = await bench(['--open', '--quick']);
+    assert.doesNotMatch(stdout, /failed|MISMATCH/);
+    checkRows(rows, 'model-open', ['impl', 'model', 'params', 'tokens', 'threads', 'open_ms', 'forward_ms', 'read_gbps', 'linear_gflops',
+      'roofline_ms', 'peak_rss_mib', 'streamed']);
+    checkRows(rows, 'model-forward-f32', ['impl', 'model', 'tokens', 'threads', 'forward_ms', 'max_abs_err']);
+    checkRows(rows, 'ort-web-model-forward', ['impl', 'model', 'tokens', 'threads', 'forward_ms']);
+    assert.deepEqual(rows.filter((row) => row.impl === 'model-open').map((row) => row.threads), [1, 2]);
+    // The checkpoints lived in a temporary folder, removed at the end.
+    const folder = stdout.match(/checkpoints in (\S+)/)[1];
+    assert.ok(folder.startsWith(os.tmpdir()), folder);
+    assert.throws(() => readFileSync(path.join(folder, 'SmolLM2-135M', 'config.json')), { code: 'ENOENT' });
+  });
+
+  test('bench/f16-accuracy.mjs', async () => {
+    const { stdout } = await run(process.execPath, ['bench/f16-accuracy.mjs'], { cwd: root });
+    assert.match(stdout, /^\| f32 \| \d\.\de-\d+ \|/m);
+    assert.match(stdout, /^\| f16 \| \d\.\de-\d+ \|/m);
+    assert.match(stdout, /^\| f16 \| \d+ of 32 \|$/m);
+  });
+});
