@@ -301,9 +301,12 @@ export function headerEntries(headerBytes, dataBytes, { lenient = false } = {}) 
  * `begin`), as `dtype` ('f32' | 'f16' | 'bf16'): { data: Float32Array, shape }, or { data:
  * Uint16Array of binary16 or bfloat16 bits, shape, dtype }.
  */
-export function tensorFromEntry({ dtype: stored, shape }, bytes, begin, dtype) {
-  const { Words, to } = DTYPES.get(stored);
-  const data = to[dtype](readWords(bytes, begin, numel(shape), Words));
+export function tensorFromEntry({ dtype: stored, shape }, bytes, begin, dtype, { view = false } = {}) {
+  const { Words, stored: storedAs, to } = DTYPES.get(stored);
+  const words = readWords(bytes, begin, numel(shape), Words);
+  // `view`: the caller copies the data before `bytes` change (into wasm memory), so a tensor
+  // stored as asked is not copied here first.
+  const data = !view || storedAs !== dtype ? to[dtype](words) : dtype === 'f32' ? new Float32Array(words.buffer, words.byteOffset, words.length) : words;
   return dtype === 'f32' ? { data, shape } : { data, shape, dtype };
 }
 

@@ -9,6 +9,13 @@
 
 namespace attn {
 
+namespace {
+
+// apply()'s work items (and pack()'s): up to kApplyRows rows times kApplyChunk outputs (8 panels).
+constexpr int64_t kApplyChunk = 64, kApplyRows = 256;
+
+}  // namespace
+
 Status PackedWeight::pack(const void* weight, WeightDtype given, int64_t out, int64_t in, WeightDtype held) {
   const float* floats = static_cast<const float*>(weight);
   const Half* words = static_cast<const Half*>(weight);
@@ -32,18 +39,28 @@ Status PackedWeight::pack(const void* weight, WeightDtype given, int64_t out, in
     if (!s.ok()) return s;
     kernels::pack_transposed(in, out, floats, in, packed.data());
   } else {
-    // The packed layout (packing.h) with 16-bit elements: panels of 8 outputs, K rows each.
+    // The packed layout (packing.h) with 16-bit elements: panels of 8 outputs, K rows each. Each
+    // output's row is read in order and written every kPanel words, with no test per element: a
+    // streamed model packs every layer on every call, so this runs at memory speed.
     s = packed_words.allocate(size, "packed weights");
     if (!s.ok()) return s;
-    const int64_t panel = static_cast<int64_t>(kernels::kPanel);
-    for (int64_t j0 = 0; j0 < out; j0 += panel)
-      for (int64_t k = 0; k < in; ++k)
-        for (int64_t c = 0; c < panel; ++c) {
-          const int64_t j = j0 + c, i = j * in + k;
-          const Half h = j >= out ? Half{0} : given == held ? words[i] : narrow(value(i), held);
-          packed_words.data()[j0 * in + k * panel + c] = h;
-          finite &= (h & 0x7c00u) != 0x7c00u;
-        }
+    const int64_t panel = static_cast<int64_t>(kernels::kPanel), padded = (out + panel - 1) / panel * panel;
+    Half* packed_data = packed_words.data();
+    // Items of kApplyChunk outputs, split across the threads as apply() splits them.
+    parallel_for((padded + kApplyChunk - 1) / kApplyChunk, [&](int64_t item, int) {
+      for (int64_t j = item * kApplyChunk; j < std::min((item + 1) * kApplyChunk, padded); ++j) {
+        Half* column = packed_data + j / panel * panel * in + j % panel;
+        const Half* row = words + j * in;
+        if (j >= out)
+          for (int64_t k = 0; k < in; ++k) column[k * panel] = 0;
+        else if (given == held)
+          for (int64_t k = 0; k < in; ++k) column[k * panel] = row[k];
+        else
+          for (int64_t k = 0; k < in; ++k) column[k * panel] = narrow(value(j * in + k), held);
+      }
+    }, static_cast<double>(kApplyChunk * in));
+    if (held == WeightDtype::f16)
+      finite = std::none_of(packed_data, packed_data + size, [](Half h) { return (h & 0x7c00u) == 0x7c00u; });
   }
   packed_ = std::move(packed);
   halves_ = std::move(packed_words);
@@ -53,13 +70,6 @@ Status PackedWeight::pack(const void* weight, WeightDtype given, int64_t out, in
   finite_ = finite;
   return Status::success();
 }
-
-namespace {
-
-// apply()'s work items: up to kApplyRows rows times kApplyChunk outputs (8 panels).
-constexpr int64_t kApplyChunk = 64, kApplyRows = 256;
-
-}  // namespace
 
 Status PackedWeight::apply(int64_t rows, const float* x, const float* bias, float* y) const {
   const int64_t in = in_, out = out_;

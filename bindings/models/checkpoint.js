@@ -9,6 +9,43 @@ import { openSource } from './source.js';
 const INDEX = 'model.safetensors.index.json';
 // One read is at most this long: a layer's tensors lie together, but a read's buffer is memory.
 const MAX_READ_BYTES = 64 * 2 ** 20;
+// Reads from this size up fill a buffer of the pool (ReadBuffers) when the caller lends one.
+const POOLED_READ_BYTES = 2 ** 20;
+
+/**
+ * The buffers that a call's large reads fill, each given back once the tensors read into it are
+ * packed into wasm memory and taken again by the next read. A fresh buffer costs a page fault per
+ * 4 KiB the first time it is written (10–20 µs each on the virtual machines we measured, slower
+ * than reading the bytes), so a streamed forward reads layer after layer into the same few
+ * buffers. clear() lets them go when the call ends.
+ */
+export class ReadBuffers {
+  constructor() {
+    this.free = [];
+  }
+
+  /** A lease: take(length) → a Uint8Array of `length` bytes; release() gives them all back. */
+  lease() {
+    const taken = [];
+    return {
+      take: (length) => {
+        // The smallest free buffer that holds `length` bytes (a tensor may pass MAX_READ_BYTES).
+        let best = -1;
+        this.free.forEach((buffer, i) => {
+          if (buffer.length >= length && (best < 0 || buffer.length < this.free[best].length)) best = i;
+        });
+        const buffer = best >= 0 ? this.free.splice(best, 1)[0] : new Uint8Array(Math.max(length, MAX_READ_BYTES));
+        taken.push(buffer);
+        return buffer.subarray(0, length);
+      },
+      release: () => this.free.push(...taken.splice(0)),
+    };
+  }
+
+  clear() {
+    this.free.length = 0;
+  }
+}
 
 async function readJson(files, name) {
   const bytes = await files.read(name, 0, files.size(name));
@@ -101,9 +138,11 @@ export class Checkpoint {
 
   /**
    * Tensors `names` read as dtypeOf(name) says ('f32', 'f16', 'bf16'), tensors that lie together
-   * in one read: → Map name → tensor. onBytes(n) counts what was read.
+   * in one read: → Map name → tensor. onBytes(n) counts what was read. With `lease` (a
+   * ReadBuffers lease) large reads fill its buffers, and the tensors that viewable(name) allows
+   * may be views of them: valid until the lease is released.
    */
-  async read(names, dtypeOf, { onBytes = () => {}, signal } = {}) {
+  async read(names, dtypeOf, { onBytes = () => {}, signal, lease = null, viewable = () => false } = {}) {
     const entries = names.map((name) => this.entry(name)).sort((a, b) => a.file.localeCompare(b.file) || a.begin - b.begin);
     const result = new Map();
     for (let i = 0; i < entries.length;) {
@@ -112,9 +151,10 @@ export class Checkpoint {
       let j = i + 1;
       while (j < entries.length && entries[j].file === first.file && entries[j].begin === entries[j - 1].end && entries[j].end - first.begin <= MAX_READ_BYTES) j++;
       const end = entries[j - 1].end;
-      const bytes = await this.readRange(first.file, first.begin, end);
+      const bytes = await this.readRange(first.file, first.begin, end, lease);
       onBytes(bytes.length);
-      for (const entry of entries.slice(i, j)) result.set(entry.name, tensorFromEntry(entry, bytes, entry.begin - first.begin, dtypeOf(entry.name)));
+      for (const entry of entries.slice(i, j))
+        result.set(entry.name, tensorFromEntry(entry, bytes, entry.begin - first.begin, dtypeOf(entry.name), { view: lease !== null && viewable(entry.name) }));
       i = j;
     }
     return result;
@@ -140,16 +180,17 @@ export class Checkpoint {
     return out;
   }
 
-  /** Rows [begin, end) of the 2-D tensor `name` as `dtype`: a tensor [end − begin, cols]. */
-  async rowBlock(name, begin, end, dtype) {
+  /** Rows [begin, end) of the 2-D tensor `name` as `dtype`: a tensor [end − begin, cols], a view of `lease`'s buffer when given. */
+  async rowBlock(name, begin, end, dtype, lease = null) {
     const entry = this.entry(name);
     const rowBytes = (entry.end - entry.begin) / entry.shape[0];
-    const bytes = await this.readRange(entry.file, entry.begin + begin * rowBytes, entry.begin + end * rowBytes);
-    return tensorFromEntry({ ...entry, shape: [end - begin, entry.shape[1]] }, bytes, 0, dtype);
+    const bytes = await this.readRange(entry.file, entry.begin + begin * rowBytes, entry.begin + end * rowBytes, lease);
+    return tensorFromEntry({ ...entry, shape: [end - begin, entry.shape[1]] }, bytes, 0, dtype, { view: lease !== null });
   }
 
-  async readRange(file, begin, end) {
-    const bytes = await this.files.read(file, begin, end);
+  async readRange(file, begin, end, lease = null) {
+    const into = lease && end - begin >= POOLED_READ_BYTES ? lease.take(end - begin) : undefined;
+    const bytes = await this.files.read(file, begin, end, into);
     if (bytes.length !== end - begin)
       throw new AttentionError(file, `bytes ${begin} to ${end}, as its header says`, `a file that ends at byte ${begin + bytes.length} (truncated?)`);
     return bytes;

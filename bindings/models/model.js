@@ -5,15 +5,16 @@
 // read for the ids given.
 import { AttentionError, describe, shapeString } from '../errors.js';
 import { checkBoolean, checkChoice, checkNumber, checkOptions, checkTokenMask } from '../validate.js';
+import { ReadBuffers } from './checkpoint.js';
 import { linearFrom, linearHead } from './parts.js';
 import { checkSampling, sampleNext } from './sampling.js';
 
 // Bytes per element of a matrix held as each dtype.
 const ELEMENT_BYTES = { f32: 4, f16: 2, bf16: 2 };
-// A streamed model's output head is packed and run in blocks of vocabulary rows of at most this
-// size (and at most residentBytes): a 128k-word head is half a gigabyte in bf16, more than the
-// layers it follows.
-const HEAD_BLOCK_BYTES = 64 * 2 ** 20;
+// A linear output head is read and packed in blocks of vocabulary rows of at most this size (and
+// at most residentBytes): a 128k-word head is half a gigabyte in bf16, more than the layers it
+// follows, and each block's read and staging memory is touched fresh once.
+const HEAD_BLOCK_BYTES = 16 * 2 ** 20;
 
 /** A Model's data, checked: `ids` as one Int32Array per row, all rows of one length. */
 export function checkIds(ids, vocabSize) {
@@ -58,6 +59,7 @@ export class Model {
     this.residentBytes = residentBytes;
     this.blocks = new Array(family.layers).fill(null); // resident layers, once built
     this.head = null; // the resident head, once built
+    this.readBuffers = new ReadBuffers();
     this.disposed = false;
   }
 
@@ -66,12 +68,27 @@ export class Model {
     return this.requestedDtype === 'auto' ? this.checkpoint.entry(name).stored : this.requestedDtype;
   }
 
-  /** Reads the tensors `specs` name (matrices in the model's dtype, the rest as float32) → Map. */
-  async readTensors(specs, signal) {
+  /**
+   * Reads the tensors `specs` name (matrices in the model's dtype, the rest as float32) → Map.
+   * With `lease` (of this.readBuffers) the matrices may be views of its buffers: they go into
+   * wasm memory before it is released; vectors such as norms, kept in JS, are always copies.
+   */
+  async readTensors(specs, signal, lease = null) {
     const byName = new Map(specs.map((spec) => [spec.name, spec]));
     return this.checkpoint.read(specs.map((spec) => spec.name), (name) => (byName.get(name).matrix ? this.dtypeOf(name) : 'f32'), {
-      signal, onBytes: (bytes) => { this.bytesRead += bytes; },
+      signal, lease, viewable: (name) => byName.get(name).matrix, onBytes: (bytes) => { this.bytesRead += bytes; },
     });
+  }
+
+  /** A part built from the tensors `specs` name, read into this.readBuffers: → { part, dispose() }. */
+  async readAndBuild(specs, signal, make) {
+    const lease = this.readBuffers.lease();
+    try {
+      const tensors = await this.readTensors(specs, signal, lease);
+      return this.build((own) => make(tensors, own));
+    } finally {
+      lease.release();
+    }
   }
 
   /** Builds a part (a layer or the head) from its tensors: → { part, dispose() }; nothing is left behind if it fails. */
@@ -89,9 +106,8 @@ export class Model {
     }
   }
 
-  async loadLayer(layer, signal) {
-    const tensors = await this.readTensors(this.layerSpecs[layer], signal);
-    return this.build((own) => this.family.buildLayer(tensors, layer, own));
+  loadLayer(layer, signal) {
+    return this.readAndBuild(this.layerSpecs[layer], signal, (tensors, own) => this.family.buildLayer(tensors, layer, own));
   }
 
   /** Reads the small tensors every call needs and, for a resident model, packs every layer. */
@@ -111,6 +127,8 @@ export class Model {
     } catch (error) {
       this.releaseLayers();
       throw error;
+    } finally {
+      this.readBuffers.clear();
     }
   }
 
@@ -161,10 +179,8 @@ export class Model {
     if (this.headSpecs.length === 0) return null;
     if (this.head) return this.head.part.forward(x, rows);
     const { linearHead: spec } = this.family;
-    if (this.streamed && spec) return this.streamedHead(x, rows, spec, signal);
-    const tensors = await this.readTensors(this.headSpecs, signal);
-    const head = this.build((own) => (spec ? linearHead(own(linearFrom(this.attn, tensors, spec.name.slice(0, -'.weight'.length))), spec.softcap)
-      : this.family.buildHead(tensors, own)));
+    if (spec) return this.blockedHead(x, rows, spec, signal);
+    const head = await this.readAndBuild(this.headSpecs, signal, (tensors, own) => this.family.buildHead(tensors, own));
     if (!this.streamed) this.head = head;
     try {
       return head.part.forward(x, rows);
@@ -173,25 +189,43 @@ export class Model {
     }
   }
 
-  // A streamed model's linear head, read, packed and run a block of vocabulary rows at a time.
-  async streamedHead(x, rows, { name, softcap }, signal) {
+  // A linear head read, packed and run in blocks of vocabulary rows: each block's bytes go through
+  // the same read buffer and wasm's staging memory, where the whole head at once (half a gigabyte
+  // for a 128k-word vocabulary) would first touch three times its size in fresh memory. A resident
+  // model keeps the packed blocks; a streamed one frees each after its logits.
+  async blockedHead(x, rows, { name, softcap }, signal) {
     const { vocabSize: vocab } = this, width = this.family.width;
     const dtype = this.dtypeOf(name);
     const blockRows = Math.max(1, Math.floor(Math.min(HEAD_BLOCK_BYTES, this.residentBytes) / (width * ELEMENT_BYTES[dtype])));
     const logits = new Float32Array(rows * vocab);
-    for (let begin = 0; begin < vocab; begin += blockRows) {
-      signal?.throwIfAborted();
-      const end = Math.min(vocab, begin + blockRows);
-      const weight = await this.checkpoint.rowBlock(name, begin, end, dtype);
-      this.bytesRead += (end - begin) * width * ELEMENT_BYTES[this.checkpoint.entry(name).stored];
-      const block = this.build((own) => linearHead(own(linearFrom(this.attn, new Map([['head.weight', weight]]), 'head')), softcap));
-      try {
-        const part = block.part.forward(x, rows);
-        for (let r = 0; r < rows; r++) logits.set(part.subarray(r * (end - begin), (r + 1) * (end - begin)), r * vocab + begin);
-      } finally {
-        block.dispose();
+    const kept = [];
+    try {
+      for (let begin = 0; begin < vocab; begin += blockRows) {
+        signal?.throwIfAborted();
+        const end = Math.min(vocab, begin + blockRows);
+        const lease = this.readBuffers.lease();
+        let block;
+        try {
+          const weight = await this.checkpoint.rowBlock(name, begin, end, dtype, lease);
+          this.bytesRead += (end - begin) * width * ELEMENT_BYTES[this.checkpoint.entry(name).stored];
+          block = this.build((own) => linearHead(own(linearFrom(this.attn, new Map([['head.weight', weight]]), 'head')), softcap));
+        } finally {
+          lease.release();
+        }
+        const part = { begin, end, block };
+        try {
+          blockLogits([part], x, rows, vocab, logits);
+        } finally {
+          if (this.streamed) block.dispose();
+          else kept.push(part);
+        }
       }
+    } catch (error) {
+      kept.forEach(({ block }) => block.dispose());
+      throw error;
     }
+    if (!this.streamed)
+      this.head = { part: { forward: (input, n) => blockLogits(kept, input, n, vocab, new Float32Array(n * vocab)) }, dispose: () => kept.forEach(({ block }) => block.dispose()) };
     return logits;
   }
 
@@ -216,8 +250,11 @@ export class Model {
       throw new AttentionError('ids', `at most ${this.maxPositions} tokens (the model's max_position_embeddings)`, `${t}`);
     const signal = opts.signal;
     signal?.throwIfAborted();
-    const run = await this.run(rows, { attentionMask, headMask, outputAttentions, attentionsOut, outputHiddenStates, logits, signal, onProgress });
-    return run;
+    try {
+      return await this.run(rows, { attentionMask, headMask, outputAttentions, attentionsOut, outputHiddenStates, logits, signal, onProgress });
+    } finally {
+      this.readBuffers.clear();
+    }
   }
 
   /**
@@ -310,6 +347,7 @@ export class Model {
       }
     } finally {
       caches.forEach((cache) => cache.dispose());
+      this.readBuffers.clear();
     }
     return out;
   }
@@ -336,6 +374,7 @@ export class Model {
       return this.family.project(block.part, hiddenState.data, { n, t, positions });
     } finally {
       if (this.streamed) block.dispose();
+      this.readBuffers.clear();
     }
   }
 
@@ -387,6 +426,15 @@ export class Model {
     this.releaseLayers();
     await this.checkpoint.close();
   }
+}
+
+// Each block's logits [rows, end − begin] of x [rows, width], into their columns of logits [rows, vocab].
+function blockLogits(blocks, x, rows, vocab, logits) {
+  for (const { begin, end, block } of blocks) {
+    const part = block.part.forward(x, rows);
+    for (let r = 0; r < rows; r++) logits.set(part.subarray(r * (end - begin), (r + 1) * (end - begin)), r * vocab + begin);
+  }
+  return logits;
 }
 
 function checkCallback(value, argument) {

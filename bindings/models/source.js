@@ -27,6 +27,7 @@ function memorySource(entries) {
     names: [...files.keys()],
     size: (name) => (isBlob(files.get(name)) ? files.get(name).size : files.get(name).byteLength),
     read: async (name, begin, end) => {
+      // Bytes in memory are viewed, not copied; a Blob's arrive in a buffer of their own.
       const file = files.get(name);
       return isBlob(file) ? blobRange(file, begin, end) : file.subarray(begin, end);
     },
@@ -55,10 +56,10 @@ async function folderSource(path) {
   return {
     names: [...sizes.keys()],
     size: (name) => sizes.get(name),
-    read: async (name, begin, end) => {
+    read: async (name, begin, end, into) => {
       if (!handles.has(name)) handles.set(name, open(join(folder, name), 'r'));
       const handle = await handles.get(name);
-      const bytes = new Uint8Array(end - begin);
+      const bytes = into ?? new Uint8Array(end - begin);
       let done = 0;
       while (done < bytes.length) {
         const { bytesRead } = await handle.read(bytes, done, bytes.length - done, begin + done);
@@ -76,8 +77,10 @@ async function folderSource(path) {
 }
 
 /**
- * `source` as { names, size(name), read(name, begin, end) → Promise<Uint8Array>, close() }: a read
- * past a file's end returns fewer bytes (the caller says what is missing).
+ * `source` as { names, size(name), read(name, begin, end, into?) → Promise<Uint8Array>, close() }:
+ * a read past a file's end returns fewer bytes (the caller says what is missing). `into`, a
+ * Uint8Array of end − begin bytes, is filled where the source can (a file handle), so that the
+ * caller reuses its buffers; other sources return bytes of their own.
  */
 export async function openSource(source) {
   if (typeof source === 'string' || source instanceof URL) return folderSource(source);
