@@ -11,8 +11,17 @@
 // worker's result (its 'message' listeners, timed by an init script: the page is not edited).
 // Goals: the first update within 400 ms; no main-thread task over 50 ms.
 //
-//   node bench/page.mjs [--json FILE] [--rounds 7] [--profile] [--baseline REV]
+//   node bench/page.mjs [--json FILE] [--rounds 7] [--profile] [--baseline REV] [--quick]
 //   (npm run bench -- --page [...] also builds first; BENCH_NO_BUILD=1 skips that)
+//
+// Rows (one per page and thread count): impl, threads, characters, rounds, median_ms and max_ms
+// (the update), longest_task_ms and long_tasks (the most over 50 ms in one update),
+// worker_median_ms, forward_median_ms, update_ms_median (the page's own updateMs),
+// draw_median_ms (the 'result' handlers), per_round_ms and per_round_long_tasks_ms.
+//
+// --quick (a smoke run, tests/js/bench-smoke.test.js; its figures mean nothing): one round per
+// thread count after the warm-up, at 640 characters, the fewest past 512 that still take the
+// page's long-text paths (its picture pooled at 2 characters a cell, the weights in two chunks).
 //
 // --baseline REV also serves the page (web/) of git revision REV, on this build of the package
 // (build/page-baseline/: web/ from `git archive`, dist/ and node_modules/ links to these), in the
@@ -32,15 +41,16 @@ import { report } from './report.mjs';
 
 const { values: args } = parseArgs({
   options: {
-    json: { type: 'string' }, rounds: { type: 'string', default: '7' }, profile: { type: 'boolean', default: false }, baseline: { type: 'string' },
+    json: { type: 'string' }, rounds: { type: 'string' }, profile: { type: 'boolean', default: false }, baseline: { type: 'string' },
+    quick: { type: 'boolean', default: false },
   },
 });
-const ROUNDS = Number(args.rounds);
-const CHARACTERS = 2048;
+const ROUNDS = Number(args.rounds ?? (args.quick ? 1 : 7));
+const CHARACTERS = args.quick ? 640 : 2048;
 const GOAL_MS = 400;
 const LONG_TASK_MS = 50;
 
-// King James verses (every character is in the model's vocabulary), each repeated to 2048 characters.
+// King James verses (every character is in the model's vocabulary), each repeated to CHARACTERS.
 const VERSES = [
   'In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness was upon the face of the deep.',
   'In the beginning was the Word, and the Word was with God, and the Word was God. The same was in the beginning with God.',
@@ -295,7 +305,7 @@ for (const threads of [2, 1]) {
       await openPage(page, `${browser.server.url}${path}${threads === 1 ? '?threads=1' : ''}`);
       pages.push({ impl, page, rounds: [] });
     }
-    // One warm-up round each (the first 2048-character forward compiles and grows wasm memory),
+    // One warm-up round each (the first long text's forward compiles and grows wasm memory),
     // then the rounds, the pages taking turns to go first.
     for (let k = 0; k <= ROUNDS; k++) {
       for (const { page, rounds } of k % 2 ? [...pages].reverse() : pages) {

@@ -22,8 +22,9 @@ fi
 # `--model` bench/model.mjs (a SmolLM2-135M-shaped checkpoint's forward through openModel);
 # `--open` bench/open.mjs (openModel and one forward on checkpoints of published models' shapes,
 # against the read rate, our Linear's rate and onnxruntime-web); `--page` bench/page.mjs (the demo
-# page's update at 2048 characters in Chromium, and its long tasks). Every mode but --page takes
-# `--quick` (its smallest sizes, a few seconds: tests/js/bench-smoke.test.js runs them).
+# page's update at 2048 characters in Chromium, and its long tasks). Every mode takes `--quick`
+# (its smallest sizes, a few seconds; --page's: one round per thread count at 640 characters):
+# tests/js/bench-smoke.test.js runs them.
 script="$root/bench/attention.mjs"
 case "${1:-}" in
   --sdpa-options) script="$root/bench/sdpa-options.mjs"; shift ;;

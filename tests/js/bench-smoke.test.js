@@ -2,9 +2,9 @@
 // build is npm test's) with --quick, its smallest sizes, writing its rows with --json; the rows
 // must hold the keys their script's header and docs/performance.md document, with finite figures.
 // Their figures mean nothing (two modes run at once on a shared machine). bench/f16-accuracy.mjs
-// runs too. The page bench (--page) is left out: Chromium, the page's load and one warm-up round
-// take about 30 s on this 2-core machine. Installs bench/node_modules on first use (npm ci), as
-// `npm run bench` does.
+// runs too, and so does the page bench (--page: Chromium, one round per thread count after the
+// page's load and a warm-up, with --profile's rounds). Installs bench/node_modules on first use
+// (npm ci), as `npm run bench` does.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -94,6 +94,15 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
     const folder = stdout.match(/checkpoints in (\S+)/)[1];
     assert.ok(folder.startsWith(os.tmpdir()), folder);
     assert.throws(() => readFileSync(path.join(folder, 'SmolLM2-135M', 'config.json')), { code: 'ENOENT' });
+  });
+
+  test('--page', async () => {
+    const { rows, stdout } = await bench(['--page', '--quick', '--profile']);
+    checkRows(rows, 'page-update', ['impl', 'threads', 'characters', 'rounds', 'median_ms', 'max_ms', 'longest_task_ms', 'long_tasks',
+      'worker_median_ms', 'forward_median_ms', 'update_ms_median', 'draw_median_ms', 'per_round_ms', 'per_round_long_tasks_ms']);
+    assert.deepEqual(rows.map((row) => [row.threads, row.characters, row.rounds, row.per_round_ms.length]), [[2, 640, 1, 1], [1, 640, 1, 1]]);
+    for (const row of rows) assert.ok(row.per_round_ms.every((ms) => Number.isFinite(ms) && ms > 0), `per_round_ms ${row.per_round_ms}`);
+    for (const threads of [2, 1]) assert.match(stdout, new RegExp(`^profiled round on ${threads} thread\\(s\\): \\d+ ms`, 'm'));
   });
 
   test('bench/f16-accuracy.mjs', async () => {
