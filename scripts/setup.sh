@@ -2,7 +2,8 @@
 # Installs what the build and tests need, when missing: the npm dev dependencies, then the Debian
 # packages. Idempotent and silent when everything is there; as root it installs Debian packages,
 # otherwise it says what to install and fails.
-# (python3-torch is only for regenerating fixtures: see tests/fixtures/generate.py.)
+# python3-torch: tests/js/examples.test.js runs the PyTorch export examples (and `npm run fixtures`
+# regenerates the fixtures with it).
 set -euo pipefail
 
 # npm dev dependencies (esbuild, playwright-core, typescript, wasm-feature-detect): installed when
@@ -23,6 +24,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v wat2wasm >/dev/null 2>&1 || missing+=(wabt)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
+# Where Debian installs it for /usr/bin/python3 (importing torch would take seconds at every run).
+[ -f /usr/lib/python3/dist-packages/torch/__init__.py ] || missing+=(python3-torch)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
