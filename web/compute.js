@@ -48,6 +48,22 @@ export async function computeAblation(request) {
   return reply.result;
 }
 
+/** The next tokens after a position of a model's text (see runner.js predict()). */
+export async function computePrediction(request) {
+  const reply = await ask({ type: 'predict', request });
+  if (!reply.ok) throw new Error(reply.message);
+  return reply.predictions;
+}
+
+let layerListener = () => {};
+/**
+ * Calls `listener(message)` with each layer's pictures of the opened model's run in flight as the
+ * layer finishes (worker.js's 'layer' message); a run cancelled since is not heard.
+ */
+export function onLayerPictures(listener) {
+  layerListener = listener;
+}
+
 /** The neuron view's numbers for a selection (see runner.js). */
 export async function computeNeuron(selection) {
   const reply = await ask({ type: 'neuron', selection });
@@ -118,7 +134,8 @@ export function requestUpdate(generate = false) {
   inputProblem = null;
   const job = { id: nextId++, request, requestedAt: performance.now() };
   clearTimeout(pause);
-  if (request.kind !== 'opened') return enqueue(job);
+  // Typing into an opened model waits for a pause; a generation step does not.
+  if (request.kind !== 'opened' || generate) return enqueue(job);
   setState('busy');
   pause = setTimeout(() => enqueue(job), OPENED_PAUSE_MS);
 }
@@ -156,7 +173,9 @@ export function startWorker({ threads, onReady, read, accept, failed }) {
     } else if (message.type === 'progress') {
       if (message.phase === 'forward') showRunProgress(message);
       else progressListener(message);
-    } else if (['file', 'neuron', 'model', 'ablate'].includes(message.type)) {
+    } else if (message.type === 'layer') {
+      if (inFlight?.id === message.id && !inFlight.cancelled) layerListener(message);
+    } else if (['file', 'neuron', 'model', 'ablate', 'predict'].includes(message.type)) {
       replies.get(message.id)?.(message);
       replies.delete(message.id);
     } else if (message.type === 'result' || message.type === 'error') {

@@ -89,9 +89,15 @@ export function setCustomCell(row, col, value) {
 /** The text being looked at. */
 export const textValue = () => dom.text.value;
 
-/** Writes the text (generation, "Repeat this text") and scrolls to its end, where the new part is. */
+/**
+ * Writes the text (generation, "Repeat this text") and scrolls to its end, where the new part is.
+ * The cursor (or selection) stays where the user put it: setting the value alone moves it to the
+ * end, and an edit during a generation would land there.
+ */
 export function writeText(value) {
+  const { selectionStart, selectionEnd, selectionDirection } = dom.text;
   dom.text.value = value;
+  dom.text.setSelectionRange(selectionStart, selectionEnd, selectionDirection);
   dom.text.scrollTop = dom.text.scrollHeight;
 }
 

@@ -21,14 +21,18 @@ const dom = {
   jsonLink: $('#json-link'),
 };
 
+// Device pixels a CSS pixel of an exported PNG at least: sharp in a paper or a slide even from a
+// screen of one.
+const MIN_PNG_RATIO = 2;
+
 /**
  * Draws `title`, then each canvas below the previous one, on a white background, and encodes it.
  * @param {string} title
  * @param {HTMLCanvasElement[]} canvases  drawn at their backing-store size
+ * @param {number} ratio  the device pixels a CSS pixel they were drawn at
  * @returns {Promise<Blob>}
  */
-function composePng(title, canvases) {
-  const ratio = globalThis.devicePixelRatio || 1;
+function composePng(title, canvases, ratio) {
   const margin = Math.round(12 * ratio);
   const titleHeight = Math.round(28 * ratio);
   const font = `600 ${Math.round(15 * ratio)}px system-ui, sans-serif`;
@@ -103,9 +107,14 @@ const pooling = ({ step }) => (step > 1 ? `max-pooled: each cell is the largest 
 async function exportPng(shown) {
   const { maskKind, custom } = shown.result.request;
   const masks = `${MASK_NAMES[maskKind]}${custom ? ' + custom cells' : ''}`;
-  // The picture without the pointer's highlight.
-  const blob = await composePng(`${shown.title} · ${masks}`, plainCanvases());
-  render();
+  // The picture without the pointer's highlight, at the screen's pixel ratio or 2, whichever is more.
+  const ratio = Math.max(MIN_PNG_RATIO, globalThis.devicePixelRatio || 1);
+  let blob;
+  try {
+    blob = await composePng(`${shown.title} · ${masks}`, plainCanvases(ratio), ratio);
+  } finally {
+    render();
+  }
   offerDownload(blob, `${fileStem(shown)}.png`, dom.pngLink);
 }
 

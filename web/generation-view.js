@@ -1,8 +1,11 @@
-// The trained model's panel: its next-character predictions, "Repeat this text", and "Generate":
-// one character a step through the worker's f16 KV caches, each step's new row of weights drawn as
-// it arrives, with the decode step's time. It owns the generation under way; the text it writes
-// into is the controls' (controls-view.js).
-import { requestUpdate } from './compute.js';
+// The model's panel (the trained model's and an opened decoder's): the most likely next tokens
+// after the last token, or after the query locked (on the heatmap, the lines view or the coloured
+// text); "Repeat this text"; and "Generate": one token a step (the trained model's characters,
+// through the worker's f16 KV caches; an opened decoder's tokens, through f32 ones, as
+// transformers' greedy generate), each step's new row of weights drawn as it arrives, with the
+// decode step's time. It owns the generation under way; the text it writes into is the controls'
+// (controls-view.js).
+import { computePrediction, requestUpdate } from './compute.js';
 import { kindValue, textLimit, textValue, writeText } from './controls-view.js';
 import { MAX_TOKENS, MODEL_MAX_TOKENS } from './embeddings.js';
 import { guide, markGenerated } from './heatmap-view.js';
@@ -14,23 +17,32 @@ const dom = {
   repeatText: $('#repeat-text'),
   generate: $('#generate'),
   modelNext: $('#model-next'),
+  textCut: $('#text-cut'),
   decodeTime: $('#decode-time'),
   generated: $('#generated'),
 };
 
-let generating = 0; // characters still to generate
+let generating = 0; // tokens (characters, for the trained model) still to generate
 let generatedFrom = null; // where the last generation's characters start in the text
 let shown = null; // the result on screen
 
-/** Characters still to generate (published with each result). */
+/** Tokens still to generate (published with each result). */
 export const stillGenerating = () => generating;
 
+/** What a model generates one a step: the trained model's characters, an opened model's tokens. */
+const unit = (result) => (result?.kind === 'opened' ? 'tokens' : 'characters');
+
 function syncGenerateButton() {
-  dom.generate.textContent = generating > 0 ? 'Stop' : `Generate ${GENERATE_COUNT} characters`;
-  // Each generation step shows every row of weights, up to the other kinds' length (runner.js).
-  const full = shown?.kind === 'model' && shown.n >= MAX_TOKENS;
-  dom.generate.disabled = generating === 0 && Boolean(full);
-  dom.generate.title = full ? `Generation runs up to ${MAX_TOKENS} characters.` : '';
+  dom.generate.textContent = generating > 0 ? 'Stop' : `Generate ${GENERATE_COUNT} ${unit(shown)}`;
+  // Each generation step shows every row of weights, up to the other kinds' length (runner.js);
+  // a streamed model would read every layer from its files at each token.
+  const model = shown?.model;
+  const why = !model ? ''
+    : model.modelType === 'bert' ? 'BERT is an encoder: it does not generate.'
+      : model.streamed ? 'Generation runs on models that stay in memory; this one is read layer by layer.'
+        : shown.n >= (model.generationLimit ?? MAX_TOKENS) ? `Generation runs up to ${model.generationLimit ?? MAX_TOKENS} ${unit(shown)}.` : '';
+  dom.generate.disabled = generating === 0 && why !== '';
+  dom.generate.title = why;
 }
 
 /** Ends a generation under way (the user typed, or a step failed). */
@@ -40,29 +52,60 @@ export function stopGeneration() {
 }
 
 /**
- * A new result: the model's next-character predictions, the character a generation step wrote
- * (added to the text, then the next step asked for) and the decode step's time.
+ * A new result: the token a generation step wrote (added to the text, then the next step asked
+ * for) and the decode step's time; an opened model's note on a text cut at the tokens the viewer
+ * reads. (followQuery shows the predictions.)
  */
 export function showModel(result) {
   shown = result;
-  if (result.kind !== 'model') {
+  const { model } = result;
+  dom.textCut.textContent = model?.note ?? '';
+  if (!model) {
     stopGeneration();
-    // An opened model's note: the text cut at the tokens the viewer reads.
-    dom.modelNext.textContent = result.model?.note ?? '';
     return;
   }
-  const { model } = result;
-  dom.modelNext.textContent = `Next character: ${model.next.map(({ token, p }) => `“${visible(token)}” ${(100 * p).toFixed(0)} %`).join(', ')}`;
-  // A character generated from the text as it was asked for; typed over since, it is dropped.
-  if (model.generated !== null && textValue() === result.request.sentences[0].join('')) {
+  // A token generated from the text as it was asked for; typed over since, it is dropped.
+  const asked = result.kind === 'model' ? result.request.sentences[0].join('') : result.request.text;
+  if (model.generated !== null && textValue() === asked) {
     writeText(textValue() + model.generated);
-    dom.decodeTime.textContent = `${result.phases.generate.toFixed(2)} ms (model.generate: prefill and one step, f16 KV caches, ${result.n} tokens)`;
-    // Generation stops at MAX_TOKENS characters (runner.js), however many were asked for.
-    generating = result.n < MAX_TOKENS ? Math.max(0, generating - 1) : 0;
+    const caches = result.kind === 'model' ? 'f16' : 'f32';
+    dom.decodeTime.textContent = `${result.phases.generate.toFixed(2)} ms (model.generate: prefill and one step, ${caches} KV caches, ${result.n} tokens)`;
+    // Generation stops at MAX_TOKENS tokens (runner.js), however many were asked for, and at the
+    // end of the sequence.
+    generating = result.n < (model.generationLimit ?? MAX_TOKENS) && !model.ended ? Math.max(0, generating - 1) : 0;
     if (generating > 0) requestUpdate(true);
   }
   showGenerated();
   syncGenerateButton();
+}
+
+let predicted = null; // which result and position the predictions shown are of
+
+/**
+ * The most likely next tokens at `position` of `result` (the query the views follow, a token):
+ * the run's own after the last token, else asked of the worker (runner.js predict()).
+ */
+export function followQuery(result, position) {
+  if (!result.model) return;
+  const key = `${result.id}:${position}`;
+  if (key === predicted) return;
+  predicted = key;
+  const { next } = result.model;
+  if (next === null) {
+    dom.modelNext.textContent = '';
+    return;
+  }
+  const list = (predictions) => predictions.map(({ token, p }) => `“${visible(token)}” ${(100 * p).toFixed(1)} %`).join(', ');
+  if (position === result.n - 1) {
+    dom.modelNext.textContent = `Next ${unit(result) === 'tokens' ? 'token' : 'character'}: ${list(next)}`;
+    return;
+  }
+  const text = result.kind === 'model' ? result.tokens[0].join('') : result.model.text;
+  computePrediction({ kind: result.kind, text, position }).then((predictions) => {
+    if (predicted === key) dom.modelNext.textContent = `After “${visible(result.tokens[0][position])}” (${position}): ${list(predictions)}`;
+  }, (error) => {
+    if (predicted === key) dom.modelNext.textContent = `No prediction: ${error.message}`;
+  });
 }
 
 /** What the last generation wrote, highlighted (the coloured text underlines it too). */

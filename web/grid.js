@@ -94,3 +94,22 @@ export function allPool(masked, n, m, rowBin, { first, bins }, cols, out) {
     for (let k = 0; k < bins.length; k++) if (!masked[row + k]) out[base + bins[k]] = 0;
   }
 }
+
+/**
+ * `count` planes [rows, cols] (laid out one after the other in `planes`) and the mask they share,
+ * max-pooled to at most `size` cells a side, in arrays of their own: the small pictures of a
+ * layer's heads the page draws while the next layers compute. → { weights, masked, rows, cols }
+ */
+export function pooledPlanes(planes, count, rows, cols, masked, size) {
+  const [pr, pc] = [Math.min(rows, size), Math.min(cols, size)];
+  if (pr === rows && pc === cols) return { weights: planes.slice(0, count * rows * cols), masked: masked.slice(), rows, cols };
+  const rowBin = evenBins(rows, pr);
+  const columns = { first: 0, bins: evenBins(cols, pc) };
+  const weights = new Float32Array(count * pr * pc);
+  for (let h = 0; h < count; h++) {
+    maxPool(planes.subarray(h * rows * cols, (h + 1) * rows * cols), rows, cols, rowBin, columns, pc, weights.subarray(h * pr * pc, (h + 1) * pr * pc));
+  }
+  const pooledMask = new Uint8Array(pr * pc).fill(1);
+  allPool(masked, rows, cols, rowBin, columns, pc, pooledMask);
+  return { weights, masked: pooledMask, rows: pr, cols: pc };
+}

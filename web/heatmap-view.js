@@ -8,7 +8,7 @@ import { computeNeuron, requestUpdate } from './compute.js';
 import { PAD } from './embeddings.js';
 import { MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
 import { colourOf, drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
-import { drawLines } from './lines.js';
+import { drawLines, headColour } from './lines.js';
 import { MIN_SPAN } from './scores.js';
 import { NeuronView } from './neuron-view.js';
 import { headAverage } from './checks.js';
@@ -21,6 +21,7 @@ const neuronView = new NeuronView($('#neuron'), computeNeuron);
 
 const dom = {
   headsGrid: $('#heads'),
+  headsLegend: $('#heads-legend'),
   viewTitle: $('#view-title'),
   canvas: $('#heatmap'),
   legend: $('#legend'),
@@ -38,6 +39,8 @@ const dom = {
   modelScores: $('#model-scores'),
   textQuery: $('#text-query'),
   textView: $('#text-view'),
+  linesHeads: $('#lines-heads'),
+  linesLegend: $('#lines-legend'),
 };
 
 const state = {
@@ -94,6 +97,10 @@ export function show(shown) {
     state.linesHover = null;
     state.neuronQuery = null;
   }
+  // Every layer of the grid is now this result's.
+  for (const cell of dom.headsGrid.querySelectorAll('.pending')) cell.classList.remove('pending');
+  dom.headsGrid.inert = false;
+  dom.headsGrid.dataset.layersDone = shown.model ? String(shown.model.layers) : '';
   resetViews();
   updateModelTitles();
   render();
@@ -137,11 +144,19 @@ export function exportedView() {
   return { result: state.shown, head, view: viewOf(head), sentence: state.sentence, zoom: state.zoom, title: dom.viewTitle.textContent };
 }
 
-/** The heatmap and legend canvases without the pointer's highlight (render() puts it back). */
-export function plainCanvases() {
-  drawHeatmap(dom.canvas, viewOf(shownHead()), {});
+/**
+ * The heatmap and legend canvases without the pointer's highlight, drawn at `ratio` device pixels
+ * a CSS pixel (render() puts the screen's picture back).
+ */
+export function plainCanvases(ratio) {
+  const view = viewOf(shownHead());
+  drawHeatmap(dom.canvas, view, {}, ratio);
+  drawLegend(dom.legend, legendOf(view), ratio);
   return [dom.canvas, dom.legend];
 }
+
+/** What the legend shows for `view`: its scale and the masks that apply. */
+const legendOf = (view) => ({ vmax: view.vmax ?? 1, perRow: view.vmax === null, custom: view.custom !== null, fullyMasked: view.fullyMasked.length > 0 });
 
 /**
  * The head shown in the large view: hovered, else locked, else the average (or the only head).
@@ -254,8 +269,8 @@ function headName(head, H = state.shown.H) {
 const score = (x) => (x === null ? '–' : x.toFixed(2));
 
 /** A model head's title: where it sits, and its scores on the standard sequence and on the text. */
-function modelHeadTitle(head) {
-  const { heads, scores, textScores } = state.shown.model;
+function modelHeadTitle(head, model = state.shown.model) {
+  const { heads, scores, textScores } = model;
   const where = modelHead(head, heads);
   const standard = scores[head];
   const own = textScores?.[head] ?? { induction: null, previousToken: null };
@@ -281,17 +296,58 @@ function showScores() {
   dom.modelScores.textContent = `${line('induction', 'Strongest induction head')} ${line('previousToken', 'Strongest previous-token head')}`;
 }
 
+/** Which model a grid shows: its kind, name and shape. */
+const gridKey = (kind, model) => `${kind}:${model.name}:${model.layers}×${model.heads}`;
+
+/** A model's layers × heads grid with its legend, empty (buildModelGrid), for the model `key` names. */
+function layOutModelGrid(model, key) {
+  dom.headsGrid.dataset.model = key;
+  dom.headsGrid.classList.add('model-grid');
+  dom.headsGrid.hidden = false;
+  // What the number under each head is.
+  dom.headsLegend.hidden = false;
+  dom.headsLegend.textContent = `The number under each head is its induction score on ${model.standardLength} random tokens repeated: `
+    + 'the mean weight a token of the second copy gives the token after its first occurrence (0 to 1). Hover a head for both scores, there and on your text.';
+  buildModelGrid(model);
+}
+
+/**
+ * One layer's heads of the opened model's run under way (worker.js's 'layer' message: pictures
+ * [heads, rows, cols] of at most 64 cells a side): drawn into their cells of the grid, the layers
+ * still to come dimmed (class "pending"), so the grid fills as the layers finish. Before the
+ * model's first result the grid is laid out from the message, inert until that result arrives.
+ * The grid's data-layers-done counts the layers drawn.
+ */
+export function showLayer({ model, layer, weights, masked, rows, cols }) {
+  const key = gridKey('opened', model);
+  if (dom.headsGrid.dataset.model !== key) {
+    layOutModelGrid(model, key);
+    dom.headsGrid.inert = true;
+  }
+  const cells = dom.headsGrid.querySelectorAll('.grid-cell');
+  if (layer === 0) for (const cell of cells) cell.classList.add('pending');
+  for (let h = 0; h < model.heads; h++) {
+    const cell = cells[layer * model.heads + h];
+    const plane = weights.subarray(h * rows * cols, (h + 1) * rows * cols);
+    drawThumbnail(cell.querySelector('canvas'), { weights: plane, masked, n: rows, m: cols, top: scaleOf(plane, masked, rows, cols).top });
+    cell.classList.remove('pending');
+  }
+  dom.headsGrid.dataset.layersDone = String(layer + 1);
+}
+
 function buildThumbnails() {
-  const { H, model } = state.shown;
+  const { H, model, kind } = state.shown;
   dom.headsGrid.replaceChildren();
+  dom.headsGrid.dataset.model = '';
   dom.headsGrid.classList.toggle('model-grid', Boolean(model));
+  dom.headsLegend.hidden = true;
   if (H === 1) {
     dom.headsGrid.hidden = true;
     return;
   }
   dom.headsGrid.hidden = false;
   if (model) {
-    buildModelGrid(model);
+    layOutModelGrid(model, gridKey(kind, model));
   } else {
     dom.headsGrid.classList.toggle('many', H > 8);
     for (const head of ['avg', ...Array.from({ length: H }, (_, h) => h)]) {
@@ -345,11 +401,11 @@ function buildModelGrid(model) {
     cells.push(label(`L${layer + 1}`, 'grid-label'));
     for (let head = 0; head < model.heads; head++) {
       const index = layer * model.heads + head;
-      const button = thumbnail(index, modelHeadTitle(index));
+      const button = thumbnail(index, modelHeadTitle(index, model));
       button.classList.add('grid-cell');
       button.dataset.layer = String(layer + 1);
       button.dataset.head = String(head + 1);
-      button.title = modelHeadTitle(index);
+      button.title = modelHeadTitle(index, model);
       const caption = button.querySelector('span');
       caption.className = 'scores';
       caption.textContent = score(model.scores[index].induction);
@@ -438,8 +494,10 @@ function neuronSelection(r, head, query) {
 
 /**
  * A model's text coloured by one query's weights over it (CircuitsVis' coloured tokens): the query
- * pointed at or locked, else the last; each token's background its weight on the heatmap's scale.
- * Needs one token a cell: a picture of several tokens a cell holds no single query's row.
+ * pointed at or locked, else the last; each token's background its weight on a scale from 0 to the
+ * row's largest weight, whatever the heatmap's (over 40 tokens and more a row's weights are small:
+ * on a scale to 1 they would all be one dark colour). Needs one token a cell: a picture of several
+ * tokens a cell holds no single query's row.
  */
 function drawText(view, query) {
   const r = state.shown;
@@ -453,6 +511,8 @@ function drawText(view, query) {
   const row = query ?? grid.rows - 1;
   const i = grid.row + row;
   const generatedFrom = r.kind === 'model' && state.generatedFrom !== null ? state.generatedFrom : r.n;
+  let largest = 0;
+  for (let k = row * grid.cols; k < (row + 1) * grid.cols; k++) if (!view.masked[k] && view.weights[k] > largest) largest = view.weights[k];
   const texts = tokensAsText(view.colTokens.slice(0, r.n), r.model.modelType === 'bert');
   const spans = texts.map((text, j) => {
     const span = document.createElement('span');
@@ -468,7 +528,7 @@ function drawText(view, query) {
       span.title = 'masked: a later token';
     } else {
       const weight = view.weights[row * grid.cols + k];
-      const [red, green, blue] = colourOf(weight / view.top[row]);
+      const [red, green, blue] = colourOf(largest > 0 ? weight / largest : 0);
       span.style.background = `rgb(${red}, ${green}, ${blue})`;
       span.style.color = 0.299 * red + 0.587 * green + 0.114 * blue < 140 ? '#fff' : '#111';
       span.dataset.weight = weight.toFixed(4);
@@ -479,7 +539,8 @@ function drawText(view, query) {
     return span;
   });
   dom.textView.replaceChildren(...spans);
-  dom.textQuery.textContent = `What token ${i} (“${visible(view.rowTokens[i])}”) reads in ${headName(view.head).toLowerCase()}: hover or click a row of the heatmap, or click a token.`;
+  dom.textQuery.textContent = `What token ${i} (“${visible(view.rowTokens[i])}”) reads in ${headName(view.head).toLowerCase()}, `
+    + `coloured from 0 to its largest weight (${largest.toFixed(4)}): hover or click a row of the heatmap, or click a token.`;
 }
 
 let frame = 0;
@@ -504,26 +565,26 @@ export function render() {
   const cell = state.hoverCell ?? state.cursor;
   const query = activeQuery();
   state.layout = drawHeatmap(dom.canvas, view, { cell, row: query });
-  const { left, top, cell: size } = state.layout;
-  dom.canvas.dataset.grid = JSON.stringify({ left, top, cell: size });
-  drawLegend(dom.legend, {
-    vmax: view.vmax ?? 1, perRow: view.vmax === null, custom: view.custom !== null, fullyMasked: view.fullyMasked.length > 0,
-  });
+  const { left, top, cell: size, labelEvery, labelFont } = state.layout;
+  dom.canvas.dataset.grid = JSON.stringify({ left, top, cell: size, labelEvery, labelFont });
+  drawLegend(dom.legend, legendOf(view));
 
   const { grid } = view;
   const all = query === null && grid.rows * grid.cols <= ALL_LINES_LIMIT;
   // Too many for all: the last query, which sees every key under a causal mask.
   const last = grid.rows - 1;
   const queries = query !== null ? [query] : all ? Array.from({ length: grid.rows }, (_, i) => i) : [last];
+  const heads = linesHeads(head);
   state.linesLayout = drawLines(dom.lines, {
     queryLabels: view.rowLabels,
     keyLabels: view.colLabels,
-    weights: view.weights,
+    heads: heads.map((h) => ({ weights: viewOf(h.head).weights, top: viewOf(h.head).top, colour: h.colour, emphasised: h.head === head })),
     masked: view.masked,
     queries,
     selected: query ?? (all ? null : last),
-    top: view.top,
   });
+  dom.lines.dataset.drawn = JSON.stringify({ ...state.linesLayout.drawn, heads: heads.map((h) => ({ ...h, emphasised: h.head === head })) });
+  showLinesLegend(heads, head);
 
   const locked = state.hoverHead === null && state.lockedHead !== null ? ' (locked)' : '';
   const where = r.model ? r.model.name : `sentence ${state.sentence + 1} · ${KIND_NAMES[r.kind]}`;
@@ -531,9 +592,12 @@ export function render() {
   const output = cell && r.outputMaxAbs && grid.step === 1
     ? ` Output of this query: max |o| = ${formatNumber(r.outputMaxAbs[state.sentence * r.n + grid.row + cell.row])}.` : '';
   dom.readout.textContent = cell ? `${describeCell(cell, view)}.${output}` : 'Hover over a cell, or focus the heatmap and use the arrow keys.';
-  // The neuron view keeps the last query pointed at, so that it can be read off the page.
+  // The neuron view keeps the last query pointed at, so that it can be read off the page; before
+  // one is, the window's last query (the one the coloured text shows).
   if (query !== null) state.neuronQuery = grid.row + query * grid.step;
-  neuronView.follow(head === 'avg' || state.neuronQuery === null ? null : neuronSelection(r, head, state.neuronQuery));
+  neuronView.follow(head === 'avg' ? null : neuronSelection(r, head, state.neuronQuery ?? grid.rowEnd - 1));
+  // The predictions follow a locked query only: each costs a forward, too much for every hover.
+  hooks.onQuery(r, state.lockedQuery !== null ? grid.row + state.lockedQuery * grid.step : grid.rowEnd - 1);
   drawText(view, query);
   // Follows the locked head, not the hovered one: a line appearing and going above the grid would
   // move the grid under the pointer.
@@ -559,6 +623,34 @@ export function render() {
   dom.canvas.classList.toggle('editable', customEditing());
   dom.canvas.setAttribute('aria-label', `Attention weights, queries ${grid.row}–${grid.rowEnd - 1} by keys ${grid.col}–${grid.colEnd - 1}` +
     `${grid.step > 1 ? ` at ${grid.step} tokens a cell` : ''}, ${headName(head)}`);
+}
+
+/**
+ * The heads the lines view draws with `head` shown: it alone, or with "every head of the layer"
+ * on, its layer's heads (a model's) or every head (the other kinds'), each { head, colour }.
+ */
+function linesHeads(head) {
+  const { H, model } = state.shown;
+  if (!dom.linesHeads.checked || head === 'avg' || H === 1) return [{ head, colour: null }];
+  const count = model ? model.heads : H;
+  const first = model ? modelHead(head, model.heads).layer * model.heads : 0;
+  return Array.from({ length: count }, (_, h) => ({ head: first + h, colour: headColour(h, count) }));
+}
+
+/** The lines view's key to its colours: a swatch a head, the one shown marked. */
+function showLinesLegend(heads, shown) {
+  dom.linesLegend.hidden = heads.length === 1;
+  if (dom.linesLegend.hidden) return;
+  const { model } = state.shown;
+  dom.linesLegend.replaceChildren(...heads.map(({ head, colour }) => {
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch';
+    swatch.textContent = model ? `H${modelHead(head, model.heads).head + 1}` : `head ${head + 1}`;
+    swatch.style.borderColor = `rgb(${colour.join(', ')})`;
+    swatch.style.color = `rgb(${colour.join(', ')})`;
+    swatch.classList.toggle('shown', head === shown);
+    return swatch;
+  }));
 }
 
 function syncSentenceChoice() {
@@ -740,18 +832,25 @@ function syncZoom({ grid }) {
     `${grid.step > 1 ? `, ${grid.step} × ${grid.step} tokens a cell` : ''}`;
 }
 
+const hooks = { onQuery: () => {} };
+
 /**
- * Follows the pointer and keys on the view; `onSentence()` runs when another sentence is chosen;
- * `guided`: the page opens on the guided first run.
+ * Follows the pointer and keys on the view; `onSentence()` runs when another sentence is chosen,
+ * `onQuery(result, query)` at each redraw with the query locked (a token; none: the window's
+ * last); `guided`: the page opens on the guided first run.
  */
-export function bindHeatmap({ onSentence, guided }) {
+export function bindHeatmap({ onSentence, onQuery, guided }) {
   state.guided = guided;
+  hooks.onQuery = onQuery;
   dom.sentenceChoice.addEventListener('change', (event) => {
     state.sentence = Number(event.target.value);
     resetViews();
     renderThumbnails();
     render();
     onSentence();
+  });
+  dom.linesHeads.addEventListener('change', () => {
+    if (state.shown) render();
   });
   dom.scale.addEventListener('change', () => {
     state.scale = dom.scale.value;

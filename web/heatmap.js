@@ -45,6 +45,12 @@ const isLight = ([r, g, b]) => 0.2126 * r + 0.7152 * g + 0.0722 * b > 140;
 
 const ratioOf = () => globalThis.devicePixelRatio || 1;
 
+// Token labels are thinned to every 2nd, 3rd or 4th token before the axes fall back to index ticks.
+const MAX_LABEL_EVERY = 4;
+// The smallest label font, and the space a label needs along its axis (a line of it).
+const MIN_LABEL_FONT = 9;
+const LABEL_LINE = 1.2;
+
 function makeCanvas(width, height) {
   const canvas = document.createElement('canvas');
   canvas.width = Math.max(1, Math.round(width));
@@ -56,8 +62,7 @@ function makeCanvas(width, height) {
  * Sizes the canvas' backing store to cssWidth x cssHeight times devicePixelRatio. Its CSS height
  * follows from the width attribute ratio (style.css: height auto), so no style attribute is set.
  */
-function prepare(canvas, cssWidth, cssHeight) {
-  const ratio = ratioOf();
+function prepare(canvas, cssWidth, cssHeight, ratio = ratioOf()) {
   canvas.width = Math.max(1, Math.round(cssWidth * ratio));
   canvas.height = Math.max(1, Math.round(cssHeight * ratio));
   const ctx = canvas.getContext('2d');
@@ -228,8 +233,9 @@ function maskImages({ masked, custom, n, m }) {
 const TICK_STEPS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /**
- * Lays the grid out in `width` CSS px: token labels when cells are tall enough to read them,
- * otherwise index ticks every `step` tokens.
+ * Lays the grid out in `width` CSS px: token labels when cells are tall enough to read them, or on
+ * every `step`-th token (up to MAX_LABEL_EVERY) when they are not; otherwise index ticks every
+ * `step` tokens.
  */
 function layOut(canvas, { rowLabels, colLabels, grid }, width) {
   const ctx = canvas.getContext('2d');
@@ -238,7 +244,7 @@ function layOut(canvas, { rowLabels, colLabels, grid }, width) {
   const m = colLabels.length;
   const pad = 8;
   const gutter = 7; // the fully-masked marker strip between the row labels and the grid
-  const attempt = (fontSize, labels) => {
+  const attempt = (fontSize, labels, every = 1) => {
     ctx.font = fontOf(canvas, fontSize);
     const widest = (list) => Math.ceil(Math.max(0, ...list.map((s) => ctx.measureText(s).width)));
     const rows = labels ? rowLabels : [String(grid.rowEnd - 1)];
@@ -248,9 +254,9 @@ function layOut(canvas, { rowLabels, colLabels, grid }, width) {
     let cell = available / Math.max(1, m);
     if (cell >= 1) cell = Math.floor(cell);
     const colWidth = widest(cols);
-    const rotate = labels && colWidth > cell - 4;
-    const top = (rotate ? colWidth : Math.ceil(fontSize * 1.2)) + 2 * pad;
-    return { fontSize, labels, left, top, cell, rotate, pad, gutter, step: labels ? 1 : tickStep(cell) };
+    const rotate = labels && colWidth > cell * every - 4;
+    const top = (rotate ? colWidth : Math.ceil(fontSize * LABEL_LINE)) + 2 * pad;
+    return { fontSize, labels, left, top, cell, rotate, pad, gutter, step: labels ? every : tickStep(cell) };
   };
   function tickStep(cell) {
     return TICK_STEPS.find((s) => s * cell >= 28) ?? 512;
@@ -258,12 +264,14 @@ function layOut(canvas, { rowLabels, colLabels, grid }, width) {
   // Cells of several tokens are labelled by token index.
   if (grid.step > 1) return attempt(11, false);
   let layout = attempt(base, true);
-  if (layout.cell < base * 1.2) layout = attempt(Math.max(9, Math.floor(layout.cell / 1.2)), true);
-  if (layout.cell < 9) layout = attempt(11, false);
-  return layout;
+  if (layout.cell < base * LABEL_LINE) layout = attempt(Math.max(MIN_LABEL_FONT, Math.floor(layout.cell / LABEL_LINE)), true);
+  if (layout.cell >= MIN_LABEL_FONT) return layout;
+  // Too small for a label a cell: a label every few tokens still names them (at 64 tokens, every 2nd).
+  const every = Math.ceil((MIN_LABEL_FONT * LABEL_LINE) / layout.cell);
+  return every <= MAX_LABEL_EVERY ? attempt(MIN_LABEL_FONT, true, every) : attempt(11, false);
 }
 
-function drawBase(canvas, view, width) {
+function drawBase(canvas, view, width, ratio) {
   const { rowLabels, colLabels, weights, masked, fullyMasked } = view;
   const n = rowLabels.length;
   const m = colLabels.length;
@@ -276,7 +284,6 @@ function drawBase(canvas, view, width) {
   const gridW = cell * m;
   const gridH = cell * n;
   const height = Math.ceil(top + gridH + pad);
-  const ratio = ratioOf();
   const base = makeCanvas(width * ratio, height * ratio);
   const ctx = base.getContext('2d');
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
@@ -385,7 +392,8 @@ function drawBase(canvas, view, width) {
 
   return {
     base,
-    layout: { left, top, cell, n, m, width, height },
+    // labelEvery: a token label every this many cells (null: index ticks); labelFont its px.
+    layout: { left, top, cell, n, m, width, height, labelEvery: labels ? step : null, labelFont: fontSize },
   };
 }
 
@@ -401,17 +409,17 @@ const caches = new WeakMap();
  *           top: Float32Array, grid: object }} view  top[i]: the top of the colour scale in row i
  *   (> 0); grid: the window of tokens the cells show (grid.js), for the index labels
  * @param {{ cell?: { row: number, col: number } | null, row?: number | null }} [highlight]
+ * @param {number} [ratio]  device pixels a CSS pixel (the screen's; an export draws at 2 or more)
  */
-export function drawHeatmap(canvas, view, highlight = {}) {
+export function drawHeatmap(canvas, view, highlight = {}, ratio = ratioOf()) {
   const width = Math.max(120, canvas.clientWidth || 480);
-  const ratio = ratioOf();
   let cache = caches.get(canvas);
   if (!cache || cache.version !== view.version || cache.width !== width || cache.ratio !== ratio) {
-    cache = { version: view.version, width, ratio, ...drawBase(canvas, view, width) };
+    cache = { version: view.version, width, ratio, ...drawBase(canvas, view, width, ratio) };
     caches.set(canvas, cache);
   }
   const { base, layout } = cache;
-  const ctx = prepare(canvas, layout.width, layout.height);
+  const ctx = prepare(canvas, layout.width, layout.height, ratio);
   ctx.save();
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.drawImage(base, 0, 0);
@@ -477,8 +485,9 @@ function tickText(value, vmax, perRow) {
  * @param {HTMLCanvasElement} canvas
  * @param {{ vmax: number, perRow: boolean, custom: boolean, fullyMasked: boolean }} what
  *   perRow: each row is scaled to its own largest weight (vmax is then ignored)
+ * @param {number} [ratio]  device pixels a CSS pixel, as drawHeatmap's
  */
-export function drawLegend(canvas, { vmax = 1, perRow = false, custom = false, fullyMasked = false } = {}) {
+export function drawLegend(canvas, { vmax = 1, perRow = false, custom = false, fullyMasked = false } = {}, ratio = ratioOf()) {
   const width = Math.max(160, canvas.clientWidth || 320);
   const fontSize = parseFloat(getComputedStyle(canvas).fontSize);
   const textColour = getComputedStyle(canvas).color;
@@ -515,7 +524,7 @@ export function drawLegend(canvas, { vmax = 1, perRow = false, custom = false, f
   }
   const swatchTop = barHeight + line + 8;
   const height = swatchTop + (row + 1) * (barHeight + 8);
-  const ctx = prepare(canvas, width, height);
+  const ctx = prepare(canvas, width, height, ratio);
   ctx.font = fontOf(canvas);
 
   const barLeft = 8;

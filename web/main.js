@@ -1,7 +1,8 @@
 // The demo page: reads the controls, asks the worker (worker.js, which imports the package's public
 // entry exactly as a user would) for attention weights, and draws them on canvases. This file
 // wires the views (controls-view, heatmap-view with the neuron view, generation-view, export-view,
-// engine-view, model-view, ablation-view) to the request queue (compute.js) and publishes each result.
+// engine-view, model-view, ablation-view) to the request queue (compute.js) and publishes each
+// result; an opened model's layers are drawn in the grid as they finish (showLayer).
 //
 // For tests the page publishes its last result on the DOM: after every update
 // `document.body.dataset.state` is 'ready' (or 'busy' while work is outstanding, 'error' on
@@ -18,12 +19,12 @@
 // attribute: { left, top, cell } in CSS px. A JSON data block is never executed, so the CSP
 // (no inline scripts) allows it.
 import { checkResult } from './checks.js';
-import { counts, inputError, isIdle, recycle, startWorker } from './compute.js';
+import { counts, inputError, isIdle, onLayerPictures, recycle, startWorker } from './compute.js';
 import { bindControls, currentRequest, fileName } from './controls-view.js';
 import { engineInfo, showFeatures, showTimes } from './engine-view.js';
 import { bindExport, forgetDownloads } from './export-view.js';
-import { bindGeneration, onTyped, showModel, stillGenerating, stopGeneration, syncRepeatButton } from './generation-view.js';
-import { bindHeatmap, guide, resetZoom, show, viewState, zoomWindow } from './heatmap-view.js';
+import { bindGeneration, followQuery, onTyped, showModel, stillGenerating, stopGeneration, syncRepeatButton } from './generation-view.js';
+import { bindHeatmap, guide, resetZoom, show, showLayer, viewState, zoomWindow } from './heatmap-view.js';
 import { bindModelView } from './model-view.js';
 import { bindAblation, showAblation } from './ablation-view.js';
 import { $, customCells, setState, showError } from './page.js';
@@ -118,7 +119,8 @@ function main() {
     },
   });
   bindGeneration();
-  bindHeatmap({ onSentence: publish, guided });
+  bindHeatmap({ onSentence: publish, onQuery: followQuery, guided });
+  onLayerPictures(showLayer);
   bindExport();
   bindModelView();
   bindAblation();

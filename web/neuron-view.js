@@ -35,12 +35,20 @@ function strip(values, scale, label) {
 }
 
 const maxAbs = (values) => values.reduce((max, x) => Math.max(max, Math.abs(x)), 0);
-const format = (x) => (Math.abs(x) >= 100 ? x.toFixed(1) : x.toFixed(3));
+// Six characters up to ±999.9 ("-1.234", "-12.35", "-123.5"): the number columns stay narrow.
+const format = (x) => x.toFixed(Math.abs(x) >= 100 ? 1 : Math.abs(x) >= 10 ? 2 : 3);
 
 function cell(tag, text, className) {
   const node = document.createElement(tag);
   if (text !== undefined) node.textContent = text;
   if (className) node.className = className;
+  return node;
+}
+
+/** A row's label, cut with an ellipsis where the column is narrow: its title holds all of it. */
+function labelCell(text) {
+  const node = cell('th', text);
+  node.title = text;
   return node;
 }
 
@@ -93,9 +101,13 @@ export class NeuronView {
     const shown = open.length <= MAX_ROWS ? open : [...open].sort((a, b) => n.weights[b] - n.weights[a]).slice(0, MAX_ROWS).sort((a, b) => a - b);
     const blank = () => n.terms.map(() => cell('td'));
 
+    // A fixed layout that fits the box (about 340 px beside the heatmap, or on a phone): the key's
+    // label is cut with an ellipsis (its title holds it), the strips take the width the numbers leave.
     const table = cell('table', undefined, 'neuron-table');
-    const header = table.createTHead().insertRow();
     const capped = n.capped ? ['soft-capped'] : [];
+    const columns = table.appendChild(cell('colgroup'));
+    for (const kind of ['key', 'strip', ...n.terms.map(() => 'number'), 'number', ...capped.map(() => 'number'), 'softmax', 'strip']) columns.append(cell('col', undefined, kind));
+    const header = table.createTHead().insertRow();
     for (const name of ['key', 'k', ...n.terms.map((term) => term.name), 'scaled', ...capped, 'softmax', 'weight · v']) header.append(cell('th', name));
     const body = table.createTBody();
     const qRow = body.insertRow();
@@ -103,7 +115,7 @@ export class NeuronView {
     const q = cell('td');
     q.append(strip(n.q, keyScale, `q, ${d} components`));
     const blankCapped = () => capped.map(() => cell('td'));
-    qRow.append(cell('th', `q “${visible(tokens[query])}”`), q, ...blank(), cell('td'), ...blankCapped(), cell('td'), cell('td'));
+    qRow.append(labelCell(`q “${visible(tokens[query])}”`), q, ...blank(), cell('td'), ...blankCapped(), cell('td'), cell('td'));
     for (const j of shown) {
       const row = body.insertRow();
       const w = n.weights[j];
@@ -111,11 +123,11 @@ export class NeuronView {
       k.append(strip(n.keys.subarray(j * d, (j + 1) * d), keyScale, `k of key ${j}`));
       const weight = cell('td', undefined, 'weight');
       const bar = cell('span', undefined, 'bar');
-      bar.style.width = `${Math.round(60 * w)}px`;
-      weight.append(bar, ` ${w.toFixed(3)}`);
+      bar.style.width = `${(100 * w).toFixed(1)}%`;
+      weight.append(w.toFixed(3), bar);
       const weighted = cell('td');
       weighted.append(strip(n.values.subarray(j * dv, (j + 1) * dv).map((v) => w * v), valueScale, `weight times v of key ${j}`));
-      row.append(cell('th', `${visible(tokens[j])} (${j})`), k, ...n.terms.map((term) => cell('td', format(term.values[j]), 'number')),
+      row.append(labelCell(`${visible(tokens[j])} (${j})`), k, ...n.terms.map((term) => cell('td', format(term.values[j]), 'number')),
         cell('td', format(n.scaled[j]), 'number'), ...(n.capped ? [cell('td', format(n.capped[j]), 'number')] : []), weight, weighted);
     }
     const hidden = m - open.length;
@@ -125,7 +137,10 @@ export class NeuronView {
     out.className = 'output-row';
     const sum = cell('td');
     sum.append(strip(n.output, valueScale, `the head's output, ${dv} components`));
-    out.append(cell('th', 'output'), cell('td', masks), ...blank(), ...blankCapped(), cell('td'), cell('td', listed), sum);
+    // The notes span the columns of numbers (a key's strip column is too narrow for them).
+    const notes = cell('td', [masks, listed].filter(Boolean).join('; '), 'notes');
+    notes.colSpan = 3 + n.terms.length + capped.length;
+    out.append(cell('th', 'output'), notes, sum);
     this.body.replaceChildren(table);
   }
 }

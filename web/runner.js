@@ -7,7 +7,7 @@
 // model's text may be 2048 characters long: its weights come as pictures of the window on screen
 // (grid.js), downsampled to at most 512 cells a side and checked here. No DOM here.
 import { MAX_TOKENS, OPENED_MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
-import { MAX_GRID, binsOf, cellSpan, columnsOf, gridOf, maxPool } from './grid.js';
+import { MAX_GRID, binsOf, cellSpan, columnsOf, gridOf, maxPool, pooledPlanes } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { checkCausalRows, checkRows, noFindings } from './checks.js';
 import { openModelFolder } from './model-folder.js';
@@ -138,6 +138,12 @@ export class AttentionRunner {
     return { name: folder.name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype: model.dtype, streamed: model.streamed, standardLength: length };
   }
 
+  /** What the page needs of the opened model to lay out its grid: { name, modelType, layers, heads, scores, standardLength }. */
+  openedInfo() {
+    const { folder: { name, model }, standardScores, standardLength } = this.opened;
+    return { name, modelType: model.modelType, layers: model.layers, heads: model.heads, scores: standardScores, standardLength };
+  }
+
   /** The trained model's next token after `text`, greedily, through f16 KV caches (model.generate). */
   async generate(text) {
     const ids = this.model.encode(text);
@@ -186,7 +192,7 @@ export class AttentionRunner {
     if (kind === 'model') hidden = (await this.modelForward(text)).hidden;
     else if (this.opened.forward?.text === text) hidden = this.opened.forward.hidden;
     else {
-      hidden = (await model.forward(this.opened.folder.tokenizer.encode(text).ids, { logits: 'none', outputHiddenStates: true })).hiddenStates;
+      hidden = (await model.forward(this.textModel(kind, text).ids, { logits: 'none', outputHiddenStates: true })).hiddenStates;
       this.opened.forward = { text, hidden };
     }
     this.neuronLayer = { model, text, layer, parts: await model.project(hidden[layer], { layer }) };
@@ -230,7 +236,12 @@ export class AttentionRunner {
     };
   }
 
-  /** The model `kind` names and `text` as its ids and tokens, cut as its views cut them, and its vocabulary's strings. */
+  /**
+   * The model `kind` names and `text` as its ids and tokens, cut as its views cut them (`length`:
+   * the tokens before the cut, `limit` where it is), and its vocabulary's strings. A text the
+   * opened model generated keeps the ids it generated (its tokenizer might split the text
+   * otherwise).
+   */
   textModel(kind, text) {
     if (kind === 'model') {
       if (!this.model) throw new Error(this.modelError ?? 'The trained model is still loading.');
@@ -239,10 +250,49 @@ export class AttentionRunner {
     }
     if (!this.opened) throw new Error('No model folder is open.');
     const { model, tokenizer } = this.opened.folder;
-    const { ids, tokens } = tokenizer.encode(text);
-    const limit = Math.min(OPENED_MAX_TOKENS, model.maxPositions);
     const vocab = { length: model.vocabSize, at: (id) => tokenizer.id_to_token(id) ?? `[${id}]` };
-    return { model, ids: ids.slice(0, limit), tokens: tokens.slice(0, limit), vocab };
+    const kept = this.opened.generated;
+    const { ids, tokens } = kept?.text === text ? { ids: kept.ids, tokens: Array.from(kept.ids, vocab.at) } : tokenizer.encode(text);
+    const limit = Math.min(OPENED_MAX_TOKENS, model.maxPositions);
+    return { model, ids: ids.slice(0, limit), tokens: tokens.slice(0, limit), vocab, length: ids.length, limit };
+  }
+
+  /**
+   * The most likely next tokens after token `position` of `text` for the trained ('model') or the
+   * opened decoder ('opened'): a forward of the tokens up to it (a causal model's prediction there
+   * reads nothing later). → [{ token, p }]
+   */
+  async predict({ kind, text, position }) {
+    const { model, ids, vocab } = this.textModel(kind, text);
+    if (model.modelType === 'bert') throw new Error('BERT predicts masked tokens, not the next one.');
+    if (!Number.isInteger(position) || position < 0 || position >= ids.length) throw new Error(`No token ${position}: the text has ${ids.length}.`);
+    const { logits } = await model.forward(ids.slice(0, position + 1), { logits: 'last' });
+    return topPredictions(logits.data, vocab, TOP_PREDICTIONS);
+  }
+
+  /**
+   * The opened decoder's greedy next token after `text` (model.generate, f32 KV caches, as
+   * transformers' greedy generate): → { text: `text` and the token as the tokenizer decodes it,
+   * piece: what the token added, eos: whether it ends the sequence }. The ids are kept for the
+   * new text (textModel).
+   */
+  async generateOpened(text, signal) {
+    const { model, ids } = this.textModel('opened', text);
+    if (model.modelType === 'bert') throw new Error('BERT is an encoder: it does not generate.');
+    if (model.streamed) throw new Error('Generation runs on models that stay in memory; this one is read layer by layer at each step.');
+    const limit = generationLimit(model);
+    if (ids.length >= limit) throw new Error(`Generation runs up to ${limit} tokens; the text has ${ids.length}.`);
+    const all = await model.generate(ids, { maxNewTokens: 1, eosTokenId: [], signal });
+    const { tokenizer } = this.opened.folder;
+    const decode = (list) => tokenizer.decode(Array.from(list), { skip_special_tokens: false });
+    const [before, after] = [decode(ids), decode(all)];
+    // What the new token adds to the text as decoded (SentencePiece's decoders write a token's
+    // leading space only after another token).
+    const piece = after.startsWith(before) ? after.slice(before.length) : decode(all.slice(ids.length));
+    const next = all.at(-1);
+    const eos = [model.config.eos_token_id ?? model.config.text_config?.eos_token_id ?? []].flat().includes(next);
+    this.opened.generated = { text: text + piece, ids: Int32Array.from(all) };
+    return { text: text + piece, piece, eos };
   }
 
   /** An array of `length` zeros for the model's pictures: the page's spare one when it fits. */
@@ -253,12 +303,14 @@ export class AttentionRunner {
   }
 
   /**
-   * See compute(), computeModel() and computeOpened(); an opened model's run stops at `signal`
-   * and tells `onProgress` of each layer done (the package's model.forward options).
+   * See compute(), computeModel() and computeOpened(); an opened model's run stops at `signal`,
+   * tells `onProgress` of each layer done (the package's model.forward options) and gives
+   * `onLayer(layer, picture)` each layer's heads as soon as they are computed, pooled to at most
+   * LAYER_PICTURE cells a side (pooledPlanes: { weights [heads, rows, cols], masked, rows, cols }).
    */
-  async run(request, { signal, onProgress } = {}) {
+  async run(request, { signal, onProgress, onLayer } = {}) {
     if (request.kind === 'model') return computeModel(this, request);
-    if (request.kind === 'opened') return computeOpened(this, request, { signal, onProgress });
+    if (request.kind === 'opened') return computeOpened(this, request, { signal, onProgress, onLayer });
     return compute(this, request);
   }
 }
@@ -269,6 +321,11 @@ const REPEAT_SEED = 2022;
 // would measure how a head copes with what it never saw, not what it does.)
 const REPEAT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz ';
 const TOP_PREDICTIONS = 5;
+/** Tokens an opened model generates up to: where each step still shows every weight, within its positions. */
+const generationLimit = (model) => Math.min(MAX_TOKENS, model.maxPositions);
+
+// Cells a side of the pictures of each layer sent as it finishes: enough for the grid's thumbnails.
+const LAYER_PICTURE = 64;
 
 // Logits one ablation reads at most (twice: before and after), 32 M floats (128 MB) each.
 const ABLATION_LOGITS = 1 << 25;
@@ -376,42 +433,66 @@ async function computeModel(runner, request) {
 
 /**
  * The opened Hugging Face model (openFolder) over request.text, tokenized as HF's default encode
- * does (special tokens included), cut at OPENED_MAX_TOKENS with a note. Up to a picture's cells
- * (MAX_GRID tokens) every layer's heads as [layers · heads, t, t], whole, written there by the
- * forward (one copy of them in the worker); past them, pictures of request.window as the trained
- * model's (modelPictures, from the forward's hidden states).
+ * does (special tokens included), cut at OPENED_MAX_TOKENS with a note; with request.generate,
+ * one greedy token first (AttentionRunner#generateOpened). Up to a picture's cells (MAX_GRID
+ * tokens) every layer's heads as [layers · heads, t, t], whole, written there by the forward (one
+ * copy of them in the worker); past them, pictures of request.window as the trained model's
+ * (modelPictures, from the forward's hidden states). Each layer's heads go to `onLayer` as the
+ * layer finishes (see run()). A decoder's next-token predictions come from the last position's
+ * logits; the forward's hidden states are kept for the neuron view (neuronParts).
  */
-async function computeOpened(runner, request, { signal, onProgress }) {
+async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
   if (!runner.opened) throw new Error('No model folder is open.');
   const started = performance.now();
-  const { folder: { model, tokenizer, name }, standardScores, standardLength } = runner.opened;
-  const encoded = tokenizer.encode(request.text);
-  if (encoded.ids.length === 0) throw new Error('The text has no tokens.');
-  const limit = Math.min(OPENED_MAX_TOKENS, model.maxPositions);
-  const ids = encoded.ids.slice(0, limit), tokens = encoded.tokens.slice(0, limit);
-  const note = encoded.ids.length > limit ? `The text is ${encoded.ids.length} tokens; the viewer reads its first ${limit} (${limit === OPENED_MAX_TOKENS ? 'the viewer\'s limit' : 'the model\'s max_position_embeddings'}).` : null;
+  const { folder: { model, name }, standardScores, standardLength } = runner.opened;
+  let text = request.text;
+  let generated = null;
+  const phases = {};
+  if (request.generate) {
+    generated = await runner.generateOpened(text, signal);
+    text = generated.text;
+    phases.generate = performance.now() - started;
+  }
+  const { ids, tokens, vocab, length, limit } = runner.textModel('opened', text);
+  if (ids.length === 0) throw new Error('The text has no tokens.');
+  const note = length > limit ? `The text is ${length} tokens; the viewer reads its first ${limit} (${limit === OPENED_MAX_TOKENS ? 'the viewer\'s limit' : 'the model\'s max_position_embeddings'}).` : null;
   const t = ids.length;
-  const H = model.layers * model.heads;
-  if (runner.opened.forward?.text !== request.text) runner.opened.forward = null; // another text's inputs (neuronParts)
+  const { heads } = model;
+  const H = model.layers * heads;
+  const causal = model.modelType !== 'bert';
+  if (runner.opened.forward?.text !== text) runner.opened.forward = null; // another text's inputs (neuronParts)
   const forwardStarted = performance.now();
-  let pictures, textScores;
+  const wanted = { outputHiddenStates: true, logits: causal ? 'last' : 'none', signal };
+  let pictures, textScores, logits;
   if (t > MAX_GRID) {
-    const { hiddenStates } = await model.forward(ids, { outputHiddenStates: true, logits: 'none', signal, onProgress });
-    runner.opened.forward = { text: request.text, hidden: hiddenStates };
+    const forward = await model.forward(ids, { ...wanted, onProgress });
+    logits = forward.logits;
+    runner.opened.forward = { text, hidden: forward.hiddenStates };
     const grid = gridOf(t, t, request.window);
-    const scorer = grid.row > 0 || grid.rowEnd < t ? null : new HeadScorer(model.layers, model.heads, inductionTargets(ids));
-    pictures = await modelPictures(runner.attn, model, { length: t, hidden: hiddenStates }, grid, scorer);
+    const scorer = grid.row > 0 || grid.rowEnd < t ? null : new HeadScorer(model.layers, heads, inductionTargets(ids));
+    const masked = causalCells(grid);
+    const sendLayer = onLayer && ((layer, planes) => onLayer(layer, pooledPlanes(planes, heads, grid.rows, grid.cols, masked, LAYER_PICTURE)));
+    pictures = await modelPictures(runner.attn, model, { length: t, hidden: forward.hiddenStates }, grid, scorer, undefined, sendLayer);
+    pictures.masked = masked;
     textScores = scorer ? scorer.scores().flat() : null;
   } else {
-    // Every layer's weights straight into the one array the views read.
+    // Every layer's weights straight into the one array the views read; each layer's go to the
+    // page as soon as it is done (the forward's progress follows each layer).
     const weights = new Float32Array(H * t * t);
-    const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none', out: { attentions: weights }, signal, onProgress });
     const grid = gridOf(t, t);
-    const masked = model.modelType === 'bert' ? new Uint8Array(t * t) : causalCells(grid);
+    const masked = causal ? causalCells(grid) : new Uint8Array(t * t);
+    const layerDone = (progress) => {
+      onProgress?.(progress);
+      const layer = progress.layer - 1;
+      onLayer?.(layer, pooledPlanes(weights.subarray(layer * heads * t * t, (layer + 1) * heads * t * t), heads, t, t, masked, LAYER_PICTURE));
+    };
+    const forward = await model.forward(ids, { ...wanted, outputAttentions: true, out: { attentions: weights }, onProgress: layerDone });
+    logits = forward.logits;
+    runner.opened.forward = { text, hidden: forward.hiddenStates };
     const checks = noFindings();
     for (let h = 0; h < H; h++) checkRows(weights.subarray(h * t * t, (h + 1) * t * t), masked, t, t, checks);
     pictures = { grid, weights, checks, masked };
-    textScores = headScores(attentions.map((layer) => layer.data), model.heads, inductionTargets(ids)).flat();
+    textScores = headScores(forward.attentions.map((layer) => layer.data), heads, inductionTargets(ids)).flat();
   }
   const forwardMs = performance.now() - forwardStarted;
   const { grid, weights, checks } = pictures;
@@ -424,32 +505,36 @@ async function computeOpened(runner, request, { signal, onProgress }) {
     n: t,
     m: t,
     grid,
-    embedDim: model.heads * model.headDim,
+    embedDim: heads * model.headDim,
     extraKeys: [],
     weights,
-    masked: pictures.masked ?? causalCells(grid),
+    masked: pictures.masked,
     checks,
     outputMaxAbs: null,
     fullyMasked: [],
     weightsShape: [1, H, grid.rows, grid.cols],
-    outputShape: [1, t, model.heads * model.headDim],
-    call: t > MAX_GRID
+    outputShape: [1, t, heads * model.headDim],
+    call: (t > MAX_GRID
       ? `${name}: model.forward(ids [${t}], { outputHiddenStates: true }), then per layer model.project(hiddenStates[layer], { layer }) and KVCache.attend(q, { needWeights: true }) over the window`
-      : `${name}: model.forward(ids [${t}], { outputAttentions: true }), every layer's weights [1, ${model.heads}, ${t}, ${t}]`,
+      : `${name}: model.forward(ids [${t}], { outputAttentions: true, outputHiddenStates: true }), every layer's weights [1, ${heads}, ${t}, ${t}]`)
+      + (generated ? ', after model.generate(ids, { maxNewTokens: 1 })' : ''),
     forwardMs,
-    phases: {},
+    phases,
     workerMs: performance.now() - started,
     model: {
       name,
-      text: request.text,
+      text,
       modelType: model.modelType,
+      streamed: model.streamed,
       layers: model.layers,
-      heads: model.heads,
+      heads,
       scores: standardScores,
       standardLength,
       textScores,
-      next: null,
-      generated: null,
+      next: logits ? topPredictions(logits.data, vocab, TOP_PREDICTIONS) : null,
+      generated: generated?.piece ?? null,
+      ended: generated?.eos ?? false,
+      generationLimit: generationLimit(model),
       note,
     },
   };
@@ -463,9 +548,10 @@ async function computeOpened(runner, request, { signal, onProgress }) {
  * window's query rows attending chunk by chunk, the cache truncated to the keys up to each chunk's
  * last row (the rest are hidden by the causal mask). Only the window's rows are computed; the
  * checks cover every one of them, and `scorer` (a HeadScorer) takes them when given. `weights`:
- * zeros to pool into. → { grid, weights [layers · heads, rows, cols], checks }
+ * zeros to pool into; `onLayer(layer, planes)` sees each layer's pictures once they are done.
+ * → { grid, weights [layers · heads, rows, cols], checks }
  */
-export async function modelPictures(attn, model, forward, grid, scorer = null, weights = new Float32Array(model.layers * model.heads * grid.rows * grid.cols)) {
+export async function modelPictures(attn, model, forward, grid, scorer = null, weights = new Float32Array(model.layers * model.heads * grid.rows * grid.cols), onLayer = null) {
   const { heads, kvHeads, headDim: d } = model;
   const cells = grid.rows * grid.cols;
   const checks = noFindings();
@@ -502,6 +588,7 @@ export async function modelPictures(attn, model, forward, grid, scorer = null, w
         }
         end = first;
       }
+      onLayer?.(layer, weights.subarray(layer * heads * cells, (layer + 1) * heads * cells));
     }
   } finally {
     cache.dispose();

@@ -7,6 +7,7 @@
 //               { type: 'compute', id, request }            see runner.js
 //               { type: 'neuron', id, selection }           the neuron view's numbers (runner.js)
 //               { type: 'ablate', id, request }             what removing heads changes (runner.js)
+//               { type: 'predict', id, request }            the next tokens at a position (runner.js)
 //               { type: 'cancel', id }                      stops the compute request `id` (an opened
 //                                                           model's run) between two layers
 //               { type: 'recycle', weights }                the trained model's last pictures, which
@@ -19,6 +20,13 @@
 //               { type: 'result', id, result } | { type: 'error', id, message }
 //               { type: 'neuron', id, ok, numbers | message }
 //               { type: 'ablate', id, ok, result | message }
+//               { type: 'predict', id, ok, predictions | message }
+//               { type: 'layer', id, layer, model, weights, masked, rows, cols }
+//                                                           an opened model's layer done during the
+//                                                           compute request `id`: its heads' pictures
+//                                                           [heads, rows, cols] (runner.js run()) and
+//                                                           the model's { name, modelType, layers,
+//                                                           heads, scores, standardLength }
 //               { type: 'progress', phase, done, total }    while a model folder opens (phase
 //                                                           'reading': bytes; 'loading': layers), and
 //                                                           while an opened model runs ('forward')
@@ -102,6 +110,13 @@ self.addEventListener('message', async ({ data: message }) => {
     } catch (error) {
       self.postMessage({ type: 'ablate', id: message.id, ok: false, message: describeError(error) });
     }
+  } else if (message.type === 'predict') {
+    try {
+      const predictions = await runner.predict(message.request);
+      self.postMessage({ type: 'predict', id: message.id, ok: true, predictions });
+    } catch (error) {
+      self.postMessage({ type: 'predict', id: message.id, ok: false, message: describeError(error) });
+    }
   } else if (message.type === 'cancel') {
     running.get(message.id)?.abort();
   } else if (message.type === 'recycle') {
@@ -111,7 +126,9 @@ self.addEventListener('message', async ({ data: message }) => {
     running.set(message.id, controller);
     try {
       const onProgress = (p) => self.postMessage({ type: 'progress', ...progressOf(p) });
-      const result = await runner.run(message.request, { signal: controller.signal, onProgress });
+      const onLayer = (layer, picture) => self.postMessage({ type: 'layer', id: message.id, layer, model: runner.openedInfo(), ...picture },
+        [picture.weights.buffer, picture.masked.buffer]);
+      const result = await runner.run(message.request, { signal: controller.signal, onProgress, onLayer });
       const transfer = [result.weights, result.masked, result.outputMaxAbs]
         .filter(Boolean).map((array) => array.buffer);
       self.postMessage({ type: 'result', id: message.id, result }, transfer);

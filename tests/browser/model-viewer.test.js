@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { Tokenizer } from '@huggingface/tokenizers';
+
+import { visible } from '../../web/page.js';
 import { TOLERANCE, maxRelativeError } from '../js/helpers.js';
 import { browserForFile, cellPoint, openDemo, readResult, STEP_TIMEOUT } from './chromium.js';
 
@@ -151,8 +154,8 @@ test('an opened model reads 2048 tokens: pictures of 4 × 4 tokens a cell, and a
   assert.deepEqual([result.shape[2], result.grid.step, result.grid.rows], [2048, 4, 512]);
   assert.equal(result.checks.maxMaskedWeight, 0);
   assert.ok(result.checks.maxRowSumError <= 1e-5);
-  assert.match(await page.textContent('#model-next'), /^The text is \d+ tokens; the viewer reads its first 2048 \(the viewer's limit\)\.$/);
-  assert.ok(await page.isVisible('#model-next'));
+  assert.match(await page.textContent('#text-cut'), /^The text is \d+ tokens; the viewer reads its first 2048 \(the viewer's limit\)\.$/);
+  assert.ok(await page.isVisible('#text-cut'));
   assert.deepEqual(browser.errors, []);
 });
 
@@ -266,5 +269,106 @@ test('on a phone (390 px): the input first, the grid and the map within the scre
   } finally {
     await page.setViewportSize({ width: 1280, height: 800 });
   }
+  assert.deepEqual(browser.errors, []);
+});
+
+test("an opened model's grid fills layer by layer: each layer's heads drawn as it finishes, the later ones dimmed", { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const ref = await reference('pythia');
+  await page.fill('[data-testid="text"]', ref.text);
+  // What the grid holds each time a layer is drawn: the layers done, the cells still dimmed, and
+  // the first layer's pictures. (A MutationObserver runs before the next message's task.)
+  await page.evaluate(() => {
+    window.gridSteps = [];
+    new MutationObserver(() => {
+      const grid = document.querySelector('#heads');
+      window.gridSteps.push({
+        done: grid.dataset.layersDone,
+        inert: grid.inert,
+        pending: Array.from(grid.querySelectorAll('.grid-cell.pending'), (cell) => Number(cell.dataset.layer)),
+        first: Array.from(grid.querySelectorAll('.grid-cell[data-layer="1"] canvas'), (canvas) => canvas.toDataURL()),
+      });
+    }).observe(document.querySelector('#heads'), { attributes: true, attributeFilter: ['data-layers-done'] });
+  });
+  assert.equal((await openFolder(page, join(MODELS, 'pythia'))).state, 'ready');
+  await page.waitForFunction(() => !document.querySelector('#heads').inert);
+  const heads = ref.attentions.shape[1];
+  const steps = await page.evaluate(() => window.gridSteps);
+  // Before its first result the grid was laid out from the first layer's message, inert; then
+  // layer 1 alone was drawn (layer 2 dimmed), then both.
+  const firstLayer = steps.find((step) => step.done === '1');
+  assert.deepEqual(firstLayer.pending, Array(heads).fill(2));
+  assert.equal(firstLayer.inert, true);
+  assert.ok(steps.some((step) => step.done === '2' && step.pending.length === 0));
+  // The pictures drawn as layer 1 finished are the ones of the finished result.
+  const final = await page.$$eval('.grid-cell[data-layer="1"] canvas', (all) => all.map((canvas) => canvas.toDataURL()));
+  assert.deepEqual(firstLayer.first, final);
+  // Typing runs the text again: the grid dims and fills again, and ends whole.
+  await page.evaluate(() => { window.gridSteps = []; });
+  await page.click('[data-testid="text"]');
+  await page.keyboard.press('End');
+  await page.keyboard.type(' again and again', { delay: 10 });
+  await page.waitForFunction(() => document.body.dataset.state === 'ready'
+    && JSON.parse(document.getElementById('attention-result').textContent).model?.text.endsWith('again and again'), null, { timeout: STEP_TIMEOUT });
+  const again = await page.evaluate(() => window.gridSteps);
+  assert.ok(again.some((step) => step.done === '1' && step.pending.length === heads && !step.inert), JSON.stringify(again.map((s) => [s.done, s.pending.length])));
+  assert.equal(await page.locator('.grid-cell.pending').count(), 0);
+  assert.equal(await page.getAttribute('#heads', 'data-layers-done'), '2');
+  assert.deepEqual(browser.errors, []);
+});
+
+/** The `count` most likely ids of row `row` of float64 logits [t, vocab], with their probabilities. */
+function referenceTop({ data, shape: [, vocab] }, row, count) {
+  const values = data.slice(row * vocab, (row + 1) * vocab);
+  const max = Math.max(...values);
+  const sum = values.reduce((total, x) => total + Math.exp(x - max), 0);
+  return Array.from(values.keys()).sort((a, b) => values[b] - values[a]).slice(0, count).map((id) => ({ id, p: Math.exp(values[id] - max) / sum }));
+}
+
+async function tokenizerOf(name) {
+  const json = async (file) => JSON.parse(await readFile(join(MODELS, name, file), 'utf8'));
+  return new Tokenizer(await json('tokenizer.json'), await json('tokenizer_config.json'));
+}
+
+test("an opened decoder's next tokens after the last token and after a token clicked, and its greedy generation, are transformers'", { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const ref = await reference('pythia');
+  const tokenizer = await tokenizerOf('pythia');
+  await page.fill('[data-testid="text"]', ref.text);
+  assert.equal((await openFolder(page, join(MODELS, 'pythia'))).state, 'ready');
+  const t = ref.ids.length;
+  // "“token” 12.3 %, …" as the page writes it, against softmax of the reference logits.
+  const assertPredictions = (line, row, prefix) => {
+    assert.ok(line.startsWith(prefix), `${line} starts with ${prefix}`);
+    const got = [...line.slice(prefix.length).matchAll(/“(.*?)” (\d+\.\d) %/g)].map(([, token, p]) => ({ token, p: Number(p) }));
+    const want = referenceTop(ref.logits, row, 5);
+    // Ids past the tokenizer's vocabulary (a padded embedding) are named by their number, as the page does.
+    assert.deepEqual(got.map((g) => g.token), want.map((w) => visible(tokenizer.id_to_token(w.id) ?? `[${w.id}]`)), line);
+    got.forEach((g, k) => assert.ok(Math.abs(g.p - 100 * want[k].p) <= 0.051, `${g.p} % vs ${100 * want[k].p} %`));
+  };
+  assertPredictions(await page.textContent('#model-next'), t - 1, 'Next token: ');
+  await page.click('#text-view .text-token[data-token="5"]');
+  await page.waitForFunction(() => document.querySelector('#model-next').textContent.startsWith('After'), null, { timeout: STEP_TIMEOUT });
+  assertPredictions(await page.textContent('#model-next'), 5, `After “${visible(ref.tokens[5])}” (5): `);
+
+  // Generate: one token a step, the greedy ids transformers' generate wrote.
+  assert.equal(await page.textContent('#generate'), 'Generate 32 tokens');
+  await page.click('#generate');
+  await page.waitForFunction(() => {
+    const result = JSON.parse(document.getElementById('attention-result').textContent);
+    return document.body.dataset.state === 'ready' && result.model?.generating === 0 && result.model.generated !== null;
+  }, null, { timeout: 45_000 });
+  const result = await readResult(page);
+  const want = [...ref.ids, ...ref.generate.ids].map((id) => tokenizer.id_to_token(id) ?? `[${id}]`);
+  assert.deepEqual(result.tokens[0].slice(0, want.length), want);
+  assert.equal(await page.inputValue('[data-testid="text"]'), result.model.text);
+  assert.match(await page.textContent('#decode-time'), /^\d+\.\d\d ms \(model\.generate: prefill and one step, f32 KV caches, \d+ tokens\)$/);
+  // An encoder does not generate.
+  assert.equal((await openFolder(page, join(MODELS, 'bert'))).state, 'ready');
+  assert.equal(await page.isDisabled('#generate'), true);
+  assert.equal(await page.getAttribute('#generate', 'title'), 'BERT is an encoder: it does not generate.');
+  assert.equal(await page.textContent('#model-next'), '');
   assert.deepEqual(browser.errors, []);
 });

@@ -46,7 +46,7 @@ test('the grid: every layer and head, labelled with its induction and previous-t
     /^Strongest induction head: L2 H4 \(0\.\d\d on 100 random tokens repeated\); on your text L2 H4 \(0\.\d\d\)\. Strongest previous-token head: L\d H\d/);
   await browser.page.hover('.grid-cell[data-layer="2"][data-head="2"]');
   assert.match(await browser.page.textContent('#view-title'), /^Layer 2, head 2 · the trained model$/);
-  assert.match(await browser.page.textContent('#model-next'), /^Next character: “.+” \d+ %/);
+  assert.match(await browser.page.textContent('#model-next'), /^Next character: “.+” \d+\.\d %/);
 
   // The JSON export: the head shown, by layer and head, with the tokens and every row of weights.
   await browser.page.click('.grid-cell[data-layer="2"][data-head="2"]');
@@ -99,12 +99,14 @@ test('head ablation: removing the induction head lowers the repeated verse\'s pr
 test('the neuron view: a head\'s steps for the query under the pointer, ending in the weights drawn', { timeout: 20_000 }, async () => {
   browser.errors.length = 0;
   const result = await openDemo(browser.page, browser.server);
-  assert.match(await browser.page.textContent('#neuron-title'), /^Pick a head/);
   const [layer, head, query] = [1, 2, 12];
   await browser.page.click(`.grid-cell[data-layer="${layer + 1}"][data-head="${head + 1}"]`);
+  // Before any query is pointed at, the view follows the last one.
+  await browser.page.waitForFunction((last) => document.querySelector('#neuron-title').textContent.includes(`(${last}) · layer 2, head 3`)
+    && document.querySelector('#neuron-body table'), result.shape[2] - 1, { timeout: 10_000 });
   const point = await cellPoint(browser.page, query, 0);
   await browser.page.mouse.move(point.x, point.y);
-  await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
+  await browser.page.waitForFunction((want) => document.querySelector('#neuron-title').textContent.includes(want), `(${query}) · layer 2, head 3`, { timeout: 10_000 });
   const token = result.tokens[0][query];
   assert.equal(await browser.page.textContent('#neuron-title'),
     `Query “${token === ' ' ? '␣' : token}” (${query}) · layer 2, head 3 (key/value head 2) · d = 32, scale 1/√32, q and k after RoPE`);
@@ -116,7 +118,7 @@ test('the neuron view: a head\'s steps for the query under the pointer, ending i
     const drawn = result.weights[at(result, 0, layer * 4 + head, query, j)];
     assert.ok(Math.abs(Number(softmax) - drawn) <= 5e-4, `key ${j}: softmax ${softmax}, heatmap ${drawn}`);
   }
-  assert.equal(rows.at(-1)[1], `${result.shape[2] - query - 1} keys masked`, 'the later keys, causal');
+  assert.equal(rows.at(-1)[1], `${result.shape[2] - query - 1} keys masked; Σ = 1`, 'the later keys, causal');
 
   // The other kinds have it too; Transformer-XL's score splits into its content and position terms
   // (tests/js/demo-neuron.test.js checks every kind's numbers against the package).
@@ -124,7 +126,7 @@ test('the neuron view: a head\'s steps for the query under the pointer, ending i
   await browser.page.click('.thumb[data-head="1"]');
   const cell = await cellPoint(browser.page, 4, 0);
   await browser.page.mouse.move(cell.x, cell.y);
-  await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
+  await browser.page.waitForFunction(() => document.querySelector('#neuron-title').textContent.startsWith('Query “the” (4)'), null, { timeout: 10_000 });
   const header = await browser.page.$$eval('#neuron-body thead th', (ths) => ths.map((th) => th.textContent));
   assert.deepEqual(header, ['key', 'k', 'content (q+u)·k', 'position q·R + b', 'scaled', 'softmax', 'weight · v']);
   assert.match(await browser.page.textContent('#neuron-title'), /^Query “the” \(4\) · head 2 of 4 · d = 8/);
@@ -135,7 +137,8 @@ test('the neuron view: a head\'s steps for the query under the pointer, ending i
   assert.match(capped.call, /softcap: 1\.5/);
   const point16 = await cellPoint(browser.page, 6, 0);
   await browser.page.mouse.move(point16.x, point16.y);
-  await browser.page.waitForFunction(() => document.querySelector('#neuron-body table'), null, { timeout: 10_000 });
+  await browser.page.waitForFunction(() => document.querySelector('#neuron-title').textContent.includes('(6)')
+    && document.querySelectorAll('#neuron-body thead th').length === 7, null, { timeout: 10_000 });
   const capHeader = await browser.page.$$eval('#neuron-body thead th', (ths) => ths.map((th) => th.textContent));
   assert.deepEqual(capHeader, ['key', 'k', 'q·k', 'scaled', 'soft-capped', 'softmax', 'weight · v']);
   const capRows = await browser.page.$$eval('#neuron-body tbody tr', (trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
@@ -230,8 +233,9 @@ test('typing during generation stops it: the text is what was typed, no characte
   await browser.page.click('#generate');
   // A few characters in, the user types.
   await browser.page.waitForFunction((prompt) => document.querySelector('#text').value.length >= prompt.length + 3, fixture.prompt);
+  // The cursor stays where the fill left it (the prompt's end): the user goes to the text's end.
   await browser.page.focus('#text');
-  await browser.page.keyboard.press('End');
+  await browser.page.keyboard.press('Control+End');
   await browser.page.keyboard.type('!');
   const typed = await browser.page.inputValue('#text');
   await browser.page.waitForFunction(() => document.body.dataset.state === 'ready');

@@ -241,3 +241,91 @@ test("head ablation: each token's change in log-probability and the predictions 
   assert.ok(result.loss.after > result.loss.before);
   await assert.rejects(runner.ablate({ kind: 'model', text: 'a', heads, position: null }), /two tokens or more/);
 });
+
+/** The page's runner with the fixture folder `name` of tests/fixtures/models/ opened, and its reference. */
+async function openedRunner(name) {
+  const runner = new AttentionRunner(attn);
+  const files = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']
+    .map((file) => new File([read(`../fixtures/models/${name}/${file}`)], file));
+  await runner.openFolder(files, () => {});
+  return { runner, ref: JSON.parse(read(`../fixtures/models/${name}/reference.json`)) };
+}
+
+test("an opened model's layers reach the page as each finishes: the result's own heads, in order; a cancelled run sends no more", async () => {
+  const { runner, ref } = await openedRunner('llama-gqa');
+  const { layers, heads } = runner.opened.folder.model;
+  const pictures = [];
+  const result = await runner.run({ kind: 'opened', text: ref.text }, { onLayer: (layer, picture) => pictures.push({ layer, ...picture }) });
+  const t = ref.ids.length;
+  assert.deepEqual(pictures.map((p) => p.layer), Array.from({ length: layers }, (_, layer) => layer));
+  for (const { layer, weights, masked, rows, cols } of pictures) {
+    assert.deepEqual([rows, cols], [t, t], 'whole below 64 tokens');
+    assert.deepEqual(weights, result.weights.slice(layer * heads * t * t, (layer + 1) * heads * t * t), `layer ${layer}`);
+    assert.deepEqual(masked, result.masked);
+  }
+  // Past 64 tokens each cell is the largest weight of the tokens it covers.
+  const long = `${ref.text} `.repeat(8);
+  const seen = [];
+  const big = await runner.run({ kind: 'opened', text: long }, { onLayer: (layer, picture) => seen.push({ layer, ...picture }) });
+  const n = big.n;
+  assert.ok(n > 64 && n <= 512, `${n} tokens`);
+  for (const { layer, weights, rows, cols } of seen) {
+    assert.deepEqual([rows, cols], [64, 64]);
+    for (let h = 0; h < heads; h++) {
+      const plane = big.weights.subarray((layer * heads + h) * n * n, (layer * heads + h + 1) * n * n);
+      const want = new Float32Array(64 * 64);
+      for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
+        const cell = Math.floor((i * 64) / n) * 64 + Math.floor((j * 64) / n);
+        want[cell] = Math.max(want[cell], plane[i * n + j]);
+      }
+      assert.deepEqual(weights.subarray(h * 64 * 64, (h + 1) * 64 * 64), want, `layer ${layer} head ${h}`);
+    }
+  }
+  // Stopped after its first layer: that layer's heads came, no later one.
+  const controller = new AbortController();
+  const sent = [];
+  await assert.rejects(runner.run({ kind: 'opened', text: 'Another text' }, {
+    signal: controller.signal, onProgress: () => controller.abort(), onLayer: (layer) => sent.push(layer),
+  }), { name: 'AbortError' });
+  assert.deepEqual(sent, [0]);
+  await runner.opened.folder.dispose();
+});
+
+/** Softmax of a row of float64 logits → [{ id, p }] of the `count` largest. */
+function referenceTop(logits, row, vocab, count) {
+  const values = logits.slice(row * vocab, (row + 1) * vocab);
+  const max = Math.max(...values);
+  const sum = values.reduce((total, x) => total + Math.exp(x - max), 0);
+  return Array.from(values.keys()).sort((a, b) => values[b] - values[a]).slice(0, count).map((id) => ({ id, p: Math.exp(values[id] - max) / sum }));
+}
+
+test("an opened decoder's next tokens, after the last token and after any other, and its greedy generation are transformers'", async () => {
+  const { runner, ref } = await openedRunner('pythia');
+  const { tokenizer } = runner.opened.folder;
+  const [t, vocab] = ref.logits.shape;
+  const assertTop = (got, row, what) => {
+    const want = referenceTop(ref.logits.data, row, vocab, 5);
+    // Ids past the tokenizer's vocabulary (a padded embedding) are named by their number, as the page does.
+    assert.deepEqual(got.map((g) => g.token), want.map((w) => tokenizer.id_to_token(w.id) ?? `[${w.id}]`), what);
+    got.forEach((g, k) => assert.ok(Math.abs(g.p - want[k].p) <= 1e-5, `${what}: ${g.p} vs ${want[k].p}`));
+  };
+  const result = await runner.run({ kind: 'opened', text: ref.text });
+  assertTop(result.model.next, t - 1, 'after the last token');
+  for (const position of [0, 5, t - 2]) assertTop(await runner.predict({ kind: 'opened', text: ref.text, position }), position, `after token ${position}`);
+  // One token a step, each step's text as the tokenizer decodes it and its ids kept for it.
+  let text = ref.text;
+  const generated = [];
+  for (let step = 0; step < ref.generate.ids.length; step++) {
+    const next = await runner.run({ kind: 'opened', text, generate: true });
+    assert.equal(next.model.text, text + next.model.generated);
+    text = next.model.text;
+    generated.push(runner.opened.generated.ids.at(-1));
+    assert.deepEqual(next.tokens[0], Array.from(runner.opened.generated.ids, (id) => tokenizer.id_to_token(id) ?? `[${id}]`));
+    if (next.model.ended) break;
+  }
+  assert.deepEqual(generated, ref.generate.ids);
+  await runner.opened.folder.dispose();
+  const bert = await openedRunner('bert');
+  await assert.rejects(bert.runner.run({ kind: 'opened', text: 'the cat', generate: true }), /BERT is an encoder/);
+  await bert.runner.opened.folder.dispose();
+});
