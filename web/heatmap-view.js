@@ -88,8 +88,9 @@ export function show(shown) {
     state.lockedHead = !shown.model ? null : shown.kind === 'opened' || (state.guided && shown.kind === 'model') ? inductionHead(shown.model) : 0;
     state.hoverHead = null;
     state.zoom = null;
-    buildThumbnails();
   }
+  // The grid may also be another model's, laid out by showLayer for a run that did not finish.
+  if (headsChanged || dom.headsGrid.dataset.model !== (shown.model ? gridKey(shown.kind, shown.model) : '')) buildThumbnails();
   if (sizeChanged) {
     state.cursor = null;
     state.hoverCell = null;
