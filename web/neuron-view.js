@@ -105,10 +105,14 @@ export class NeuronView {
     // label is cut with an ellipsis (its title holds it), the strips take the width the numbers leave.
     const table = cell('table', undefined, 'neuron-table');
     const capped = n.capped ? ['soft-capped'] : [];
+    const names = ['key', 'k', ...n.terms.map((term) => term.name), 'scaled', ...capped, 'softmax', 'weight · v'];
+    const kinds = ['key', 'strip', ...n.terms.map(() => 'number'), 'number', ...capped.map(() => 'number'), 'softmax', 'strip'];
     const columns = table.appendChild(cell('colgroup'));
-    for (const kind of ['key', 'strip', ...n.terms.map(() => 'number'), 'number', ...capped.map(() => 'number'), 'softmax', 'strip']) columns.append(cell('col', undefined, kind));
     const header = table.createTHead().insertRow();
-    for (const name of ['key', 'k', ...n.terms.map((term) => term.name), 'scaled', ...capped, 'softmax', 'weight · v']) header.append(cell('th', name));
+    names.forEach((name, c) => {
+      columns.append(cell('col', undefined, kinds[c]));
+      header.append(cell('th', name, kinds[c] === 'number' ? 'number' : undefined));
+    });
     const body = table.createTBody();
     const qRow = body.insertRow();
     qRow.className = 'query-row';
