@@ -24,21 +24,24 @@ export class ReadBuffers {
     this.free = [];
   }
 
-  /** A lease: take(length) → a Uint8Array of `length` bytes; release() gives them all back. */
+  /**
+   * A lease: take(length) → a Uint8Array of `length` bytes to read into; keep(bytes) holds the
+   * buffer the read left them in (a Blob's byte stream transfers it); release() gives those back.
+   */
   lease() {
-    const taken = [];
+    const kept = [];
     return {
       take: (length) => {
         // The smallest free buffer that holds `length` bytes (a tensor may pass MAX_READ_BYTES).
         let best = -1;
         this.free.forEach((buffer, i) => {
-          if (buffer.length >= length && (best < 0 || buffer.length < this.free[best].length)) best = i;
+          if (buffer.byteLength >= length && (best < 0 || buffer.byteLength < this.free[best].byteLength)) best = i;
         });
-        const buffer = best >= 0 ? this.free.splice(best, 1)[0] : new Uint8Array(Math.max(length, MAX_READ_BYTES));
-        taken.push(buffer);
-        return buffer.subarray(0, length);
+        const buffer = best >= 0 ? this.free.splice(best, 1)[0] : new ArrayBuffer(Math.max(length, MAX_READ_BYTES));
+        return new Uint8Array(buffer, 0, length);
       },
-      release: () => this.free.push(...taken.splice(0)),
+      keep: (bytes) => kept.push(bytes.buffer),
+      release: () => this.free.push(...kept.splice(0)),
     };
   }
 
@@ -191,6 +194,8 @@ export class Checkpoint {
   async readRange(file, begin, end, lease = null) {
     const into = lease && end - begin >= POOLED_READ_BYTES ? lease.take(end - begin) : undefined;
     const bytes = await this.files.read(file, begin, end, into);
+    // The bytes are in the lent memory (its buffer, or the one it was transferred to, detaching it).
+    if (into && (bytes.buffer === into.buffer || into.buffer.byteLength === 0)) lease.keep(bytes);
     if (bytes.length !== end - begin)
       throw new AttentionError(file, `bytes ${begin} to ${end}, as its header says`, `a file that ends at byte ${begin + bytes.length} (truncated?)`);
     return bytes;

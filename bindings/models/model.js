@@ -12,9 +12,10 @@ import { checkSampling, sampleNext } from './sampling.js';
 // Bytes per element of a matrix held as each dtype.
 const ELEMENT_BYTES = { f32: 4, f16: 2, bf16: 2 };
 // A linear output head is read and packed in blocks of vocabulary rows of at most this size (and
-// at most residentBytes): a 128k-word head is half a gigabyte in bf16, more than the layers it
-// follows, and each block's read and staging memory is touched fresh once.
-const HEAD_BLOCK_BYTES = 16 * 2 ** 20;
+// at most residentBytes, but not under a megabyte: a block per row would be a read and a Linear
+// per word): a 128k-word head is half a gigabyte in bf16, more than the layers it follows, and
+// each block's read and staging memory is touched fresh once.
+const HEAD_BLOCK_BYTES = 16 * 2 ** 20, MIN_HEAD_BLOCK_BYTES = 2 ** 20;
 
 /** A Model's data, checked: `ids` as one Int32Array per row, all rows of one length. */
 export function checkIds(ids, vocabSize) {
@@ -196,7 +197,8 @@ export class Model {
   async blockedHead(x, rows, { name, softcap }, signal) {
     const { vocabSize: vocab } = this, width = this.family.width;
     const dtype = this.dtypeOf(name);
-    const blockRows = Math.max(1, Math.floor(Math.min(HEAD_BLOCK_BYTES, this.residentBytes) / (width * ELEMENT_BYTES[dtype])));
+    const blockBytes = Math.min(HEAD_BLOCK_BYTES, Math.max(MIN_HEAD_BLOCK_BYTES, this.residentBytes));
+    const blockRows = Math.max(1, Math.floor(blockBytes / (width * ELEMENT_BYTES[dtype])));
     const logits = new Float32Array(rows * vocab);
     const kept = [];
     try {

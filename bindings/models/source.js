@@ -9,9 +9,31 @@ const baseName = (name) => name.split(/[\\/]/).pop();
 
 const isBlob = (value) => typeof Blob !== 'undefined' && value instanceof Blob;
 
-/** The bytes [begin, end) of a Blob. */
-async function blobRange(blob, begin, end) {
-  return new Uint8Array(await blob.slice(begin, end).arrayBuffer());
+/**
+ * The bytes [begin, end) of a Blob: into `into` (its memory, which a byte stream's reads transfer
+ * from buffer to buffer: the view returned is of the last one) where the engine's Blob streams take
+ * a BYOB reader, else in a buffer of their own.
+ */
+async function blobRange(blob, begin, end, into) {
+  const slice = blob.slice(begin, end);
+  let reader = null;
+  try {
+    reader = into && slice.stream().getReader({ mode: 'byob' });
+  } catch {
+    // Blob streams without byte-stream reads: a buffer of their own.
+  }
+  if (!reader) return new Uint8Array(await slice.arrayBuffer());
+  // The first read detaches `into`: its place is taken now.
+  const { byteOffset, length } = into;
+  let { buffer } = into, done = 0;
+  while (done < length) {
+    const { value, done: ended } = await reader.read(new Uint8Array(buffer, byteOffset + done, length - done));
+    if (value) buffer = value.buffer;
+    if (ended) break;
+    done += value.length;
+  }
+  reader.releaseLock();
+  return new Uint8Array(buffer, byteOffset, done);
 }
 
 // Files held in memory or as Blobs, by name: { name → Blob | Uint8Array }.
@@ -26,10 +48,10 @@ function memorySource(entries) {
   return {
     names: [...files.keys()],
     size: (name) => (isBlob(files.get(name)) ? files.get(name).size : files.get(name).byteLength),
-    read: async (name, begin, end) => {
-      // Bytes in memory are viewed, not copied; a Blob's arrive in a buffer of their own.
+    read: async (name, begin, end, into) => {
+      // Bytes in memory are viewed, not copied.
       const file = files.get(name);
-      return isBlob(file) ? blobRange(file, begin, end) : file.subarray(begin, end);
+      return isBlob(file) ? blobRange(file, begin, end, into) : file.subarray(begin, end);
     },
     close: async () => {},
   };
@@ -79,8 +101,9 @@ async function folderSource(path) {
 /**
  * `source` as { names, size(name), read(name, begin, end, into?) → Promise<Uint8Array>, close() }:
  * a read past a file's end returns fewer bytes (the caller says what is missing). `into`, a
- * Uint8Array of end − begin bytes, is filled where the source can (a file handle), so that the
- * caller reuses its buffers; other sources return bytes of their own.
+ * Uint8Array of end − begin bytes, is filled where the source can (a file handle, a Blob's byte
+ * stream: then the bytes returned are in its memory, its buffer or the one a stream transferred it
+ * to), so that the caller reuses its buffers; bytes in memory are returned as views.
  */
 export async function openSource(source) {
   if (typeof source === 'string' || source instanceof URL) return folderSource(source);

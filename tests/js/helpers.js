@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
+export { safetensorsBytes } from './checkpoint-writer.js';
+
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const FIXTURES_PATH = fileURLToPath(new URL('../fixtures/sdpa.json', import.meta.url));
 
@@ -285,31 +287,6 @@ export function loadedModule(attn, kind, c, opts) {
   const module = MODULE_KINDS[kind].create(attn, c, opts);
   module.loadStateDict(c.stateDict);
   return module;
-}
-
-/**
- * The bytes of a .safetensors file holding `tensors` ({ name: { data: Float32Array, shape } }) as
- * F32, in the format's layout: the 8-byte header size, the JSON header padded with spaces to 8
- * bytes, then the data.
- */
-export function safetensorsBytes(tensors, metadata) {
-  const header = metadata ? { __metadata__: metadata } : {};
-  let offset = 0;
-  for (const [name, t] of Object.entries(tensors)) {
-    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
-    offset += t.data.byteLength;
-  }
-  let json = new TextEncoder().encode(JSON.stringify(header));
-  json = Uint8Array.from([...json, ...new Array((8 - (json.length % 8)) % 8).fill(32)]);
-  const bytes = new Uint8Array(8 + json.length + offset);
-  new DataView(bytes.buffer).setBigUint64(0, BigInt(json.length), true);
-  bytes.set(json, 8);
-  let at = 8 + json.length;
-  for (const t of Object.values(tensors)) {
-    bytes.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
-    at += t.data.byteLength;
-  }
-  return bytes;
 }
 
 /** attn.rope on a fixture case { x, opts, output }: within the contract's tolerance, x left alone. */

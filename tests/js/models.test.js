@@ -14,6 +14,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import { AttentionError, init } from 'attention-wasm';
 import { DEFAULT_RESIDENT_BYTES, MODEL_TYPES, openModel } from 'attention-wasm/models';
 
+import { largeLlamaFolder } from './checkpoint-writer.js';
 import { BUILDS, TOLERANCE, maxRelativeError, safetensorsBytes, toTensor } from './helpers.js';
 
 const ROOT = new URL('../fixtures/models/', import.meta.url);
@@ -202,38 +203,24 @@ describe('openModel: sources, options and results', () => {
       }
   });
 
-  test('reads of a megabyte and more fill buffers reused layer after layer: a folder gives the Map\'s results, call after call', async () => {
-    // Layers of 4.3 MB and a 20 MB tied head (two blocks of vocabulary rows): every read large
-    // enough to go through the model's read buffers, and a second call reuses them.
+  test('reads of a megabyte and more fill buffers reused layer after layer: a folder and Blobs give the bytes\' results, call after call', async () => {
+    // Every read large enough to go through the model's read buffers; a second call reuses them.
     const dir = mkdtempSync(join(tmpdir(), 'attention-models-'));
     try {
-      const config = { ...json('llama-gqa', 'config.json'), hidden_size: 256, intermediate_size: 1024, head_dim: 64, vocab_size: 20000 };
-      const [hidden, inner, q, kv] = [256, 1024, 256, 128];
-      const shapes = { 'model.embed_tokens.weight': [20000, hidden], 'model.norm.weight': [hidden] };
-      for (const layer of [0, 1]) {
-        const p = `model.layers.${layer}.`;
-        Object.assign(shapes, {
-          [`${p}input_layernorm.weight`]: [hidden], [`${p}post_attention_layernorm.weight`]: [hidden],
-          [`${p}self_attn.q_proj.weight`]: [q, hidden], [`${p}self_attn.k_proj.weight`]: [kv, hidden], [`${p}self_attn.v_proj.weight`]: [kv, hidden],
-          [`${p}self_attn.o_proj.weight`]: [hidden, q], [`${p}mlp.gate_proj.weight`]: [inner, hidden], [`${p}mlp.up_proj.weight`]: [inner, hidden],
-          [`${p}mlp.down_proj.weight`]: [hidden, inner],
-        });
-      }
-      const tensors = Object.fromEntries(Object.entries(shapes).sort().map(([name, shape], n) => [name, {
-        shape, data: Float32Array.from({ length: shape.reduce((a, b) => a * b) }, (_, i) => (shape.length === 1 ? 1 : 0) + Math.sin(0.37 * i + n) / Math.sqrt(shape.at(-1))),
-      }]));
-      const files = new Map([['config.json', new TextEncoder().encode(JSON.stringify(config))], ['model.safetensors', safetensorsBytes(tensors)]]);
+      const files = largeLlamaFolder(json('llama-gqa', 'config.json'));
       for (const [file, bytes] of files) writeFileSync(join(dir, file), bytes);
       const ids = Array.from({ length: 24 }, (_, i) => (i * 7919) % 20000);
       const fromMap = await openModel(attn, files);
       const want = await fromMap.forward(ids, { outputAttentions: true, logits: 'all' });
       await fromMap.dispose();
-      for (const residentBytes of [undefined, 0]) {
-        const model = await openModel(attn, dir, { residentBytes });
-        assert.equal(model.streamed, residentBytes === 0);
-        for (const call of [1, 2]) assert.deepEqual(await model.forward(ids, { outputAttentions: true, logits: 'all' }), want, `call ${call}, residentBytes ${residentBytes}`);
-        await model.dispose();
-      }
+      // A folder's file handles and Blobs' byte streams read into the buffers.
+      for (const source of [dir, new Map([...files].map(([file, bytes]) => [file, new Blob([bytes])]))])
+        for (const residentBytes of [undefined, 0]) {
+          const model = await openModel(attn, source, { residentBytes });
+          assert.equal(model.streamed, residentBytes === 0);
+          for (const call of [1, 2]) assert.deepEqual(await model.forward(ids, { outputAttentions: true, logits: 'all' }), want, `call ${call}, residentBytes ${residentBytes}`);
+          await model.dispose();
+        }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
