@@ -124,19 +124,37 @@ test('the text cursor stays where the user put it while the model generates', { 
   assert.deepEqual(browser.errors, []);
 });
 
-test('the PNG export is drawn at twice the CSS pixels at least, and the page returns to its own', { timeout: 30_000 }, async () => {
-  const { page, server } = browser;
-  browser.errors.length = 0;
-  await openDemo(page, server);
-  const css = await page.evaluate(() => [document.querySelector('#heatmap'), document.querySelector('#legend')].map((c) => c.getBoundingClientRect()));
+/** Exports the view as PNG → its size in pixels and the heatmap's and legend's CSS boxes. */
+async function exportedPng(page) {
+  const css = await page.evaluate(() => [document.querySelector('#heatmap'), document.querySelector('#legend')].map((c) => c.getBoundingClientRect().toJSON()));
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
   const png = await readFile(await download.path());
-  const [width, height] = [png.readUInt32BE(16), png.readUInt32BE(20)];
-  assert.ok(width >= Math.round(2 * css[0].width) + 48, `${width} px wide for a heatmap of ${css[0].width} CSS px`);
-  assert.ok(height >= Math.round(2 * (css[0].height + css[1].height)), `${height} px high`);
-  await nextFrames(page);
-  const backing = await page.$eval('#heatmap', (canvas) => [canvas.width, Math.round(canvas.clientWidth * devicePixelRatio)]);
-  assert.equal(backing[0], backing[1], 'the page draws at its own pixel ratio again');
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20), css };
+}
+
+test('the PNG export is drawn at twice the CSS pixels at least, or at the screen\'s ratio above it', { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  browser.errors.length = 0;
+  // This browser's screen is of ratio 1 (exported at 2); then one of 3, as Chromium's DevTools emulate it.
+  const cdp = await page.context().newCDPSession(page);
+  try {
+    for (const ratio of [2, 3]) {
+      if (ratio === 3) await cdp.send('Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 3, mobile: false });
+      await openDemo(page, server);
+      assert.equal(await page.evaluate(() => devicePixelRatio), ratio === 2 ? 1 : 3);
+      const { width, height, css } = await exportedPng(page);
+      // The title's margins are 12 CSS px each side, scaled as the picture.
+      assert.ok(width >= Math.round(ratio * css[0].width) + 24 * ratio, `ratio ${ratio}: ${width} px wide for a heatmap of ${css[0].width} CSS px`);
+      assert.ok(height >= Math.round(ratio * (css[0].height + css[1].height)), `ratio ${ratio}: ${height} px high`);
+      await nextFrames(page);
+      const backing = await page.$eval('#heatmap', (canvas) => [canvas.width, Math.round(canvas.clientWidth * devicePixelRatio)]);
+      assert.equal(backing[0], backing[1], 'the page draws at its own pixel ratio again');
+    }
+  } finally {
+    await cdp.send('Emulation.clearDeviceMetricsOverride');
+    await cdp.detach();
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
   assert.deepEqual(browser.errors, []);
 });
 
