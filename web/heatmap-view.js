@@ -89,8 +89,11 @@ export function show(shown) {
     state.hoverHead = null;
     state.zoom = null;
   }
-  // The grid may also be another model's, laid out by showLayer for a run that did not finish.
-  if (headsChanged || dom.headsGrid.dataset.model !== (shown.model ? gridKey(shown.kind, shown.model) : '')) buildThumbnails();
+  // A model's grid showLayer laid out for this result's run is kept (its cells hold the layers'
+  // pictures already); one of another model (a run that did not finish) is rebuilt.
+  const gridOfModel = dom.headsGrid.dataset.model === (shown.model ? gridKey(shown.kind, shown.model) : '');
+  if (!gridOfModel || (headsChanged && !shown.model)) buildThumbnails();
+  else syncThumbnailState();
   if (sizeChanged) {
     state.cursor = null;
     state.hoverCell = null;

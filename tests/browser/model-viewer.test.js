@@ -283,6 +283,7 @@ test("an opened model's grid fills layer by layer: each layer's heads drawn as i
     window.gridSteps = [];
     new MutationObserver(() => {
       const grid = document.querySelector('#heads');
+      if (grid.dataset.layersDone === '1') window.firstCell ??= grid.querySelector('.grid-cell[data-layer="1"]');
       window.gridSteps.push({
         done: grid.dataset.layersDone,
         inert: grid.inert,
@@ -304,6 +305,8 @@ test("an opened model's grid fills layer by layer: each layer's heads drawn as i
   // The pictures drawn as layer 1 finished are the ones of the finished result.
   const final = await page.$$eval('.grid-cell[data-layer="1"] canvas', (all) => all.map((canvas) => canvas.toDataURL()));
   assert.deepEqual(firstLayer.first, final);
+  // The result took over the grid laid out for its run rather than building another.
+  assert.equal(await page.evaluate(() => document.querySelector('.grid-cell[data-layer="1"]') === window.firstCell), true);
   // Typing runs the text again: the grid dims and fills again, and ends whole.
   await page.evaluate(() => { window.gridSteps = []; });
   await page.click('[data-testid="text"]');
