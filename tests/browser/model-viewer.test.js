@@ -367,6 +367,8 @@ test("an opened decoder's next tokens after the last token and after a token cli
   const want = [...ref.ids, ...ref.generate.ids].map((id) => tokenizer.id_to_token(id) ?? `[${id}]`);
   assert.deepEqual(result.tokens[0].slice(0, want.length), want);
   assert.equal(await page.inputValue('[data-testid="text"]'), result.model.text);
+  assert.ok(result.model.text.startsWith(ref.text));
+  assert.equal(await page.textContent('#generated mark'), result.model.text.slice(ref.text.length), 'what was generated, highlighted');
   assert.match(await page.textContent('#decode-time'), /^\d+\.\d\d ms \(model\.generate: prefill and one step, f32 KV caches, \d+ tokens\)$/);
   // An encoder does not generate.
   assert.equal((await openFolder(page, join(MODELS, 'bert'))).state, 'ready');
