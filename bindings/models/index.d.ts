@@ -64,6 +64,14 @@ export interface ForwardOptions {
   /** `attentions`: a Float32Array of at least `layers · N · heads · t · t` to write the attentions into (they are views of it). */
   out?: { attentions?: Float32Array };
   onProgress?: (progress: ModelProgress) => void;
+  /**
+   * Called as each layer finishes, with that layer's attentions `[N, heads, t, t]` (as
+   * `outputAttentions` gives them, head mask applied), and awaited before the next layer runs.
+   * Without `outputAttentions` the data is valid until the callback returns (or its promise
+   * settles): the next layer writes over it, so only one layer's weights are ever held. Copy or
+   * pool what you keep. A throw (or a rejection) rejects the forward.
+   */
+  onLayer?: (layer: number, output: { attentions: ResultTensor }) => void | Promise<void>;
   signal?: AbortSignal;
 }
 

@@ -151,8 +151,8 @@ export class Model {
   /**
    * Runs the layers over `x` [N · t, width] (the embeddings, changed in place into the last
    * layer's output) with ctx(layer) the options of each layer's call; onLayer(layer, weights)
-   * sees each layer's attention weights (or null) and the residual stream after it; onProgress
-   * hears of each layer done.
+   * sees each layer's attention weights (or null) and the residual stream after it, and is
+   * awaited before the next layer runs; onProgress hears of each layer done.
    */
   async runLayers(x, ctx, onLayer, signal, onProgress) {
     const { layers } = this;
@@ -163,7 +163,7 @@ export class Model {
       next = this.streamed && layer + 1 < layers ? this.loadLayer(layer + 1, signal) : null;
       try {
         signal?.throwIfAborted();
-        onLayer(layer, this.family.runLayer(block.part, x, ctx(layer)));
+        await onLayer(layer, this.family.runLayer(block.part, x, ctx(layer)));
       } catch (error) {
         // The layer being read is freed once it arrives.
         next?.then((pending) => pending.dispose(), () => {});
@@ -238,7 +238,7 @@ export class Model {
    */
   async forward(ids, opts) {
     this.live('forward');
-    opts = checkOptions(opts, ['outputAttentions', 'outputHiddenStates', 'logits', 'attentionMask', 'headMask', 'signal', 'onProgress', 'out']);
+    opts = checkOptions(opts, ['outputAttentions', 'outputHiddenStates', 'logits', 'attentionMask', 'headMask', 'signal', 'onProgress', 'onLayer', 'out']);
     const rows = checkIds(ids, this.vocabSize);
     const n = rows.length, t = rows[0].length;
     const outputAttentions = checkBoolean(opts.outputAttentions, 'outputAttentions', false);
@@ -248,12 +248,13 @@ export class Model {
     const headMask = this.checkHeadMask(opts.headMask);
     const attentionsOut = this.checkAttentionsOut(opts.out, outputAttentions, n, t);
     const onProgress = checkCallback(opts.onProgress, 'onProgress');
+    const onLayer = checkCallback(opts.onLayer, 'onLayer');
     if (t > this.maxPositions)
       throw new AttentionError('ids', `at most ${this.maxPositions} tokens (the model's max_position_embeddings)`, `${t}`);
     const signal = opts.signal;
     signal?.throwIfAborted();
     try {
-      return await this.run(rows, { attentionMask, headMask, outputAttentions, attentionsOut, outputHiddenStates, logits, signal, onProgress });
+      return await this.run(rows, { attentionMask, headMask, outputAttentions, attentionsOut, outputHiddenStates, logits, signal, onProgress, onLayer });
     } finally {
       this.readBuffers.clear();
     }
@@ -261,10 +262,14 @@ export class Model {
 
   /**
    * The layers over `rows` (Int32Array each), and the logits asked for; `caches` (generation):
-   * one KVCache per layer, `past` the positions they hold.
+   * one KVCache per layer, `past` the positions they hold. `onLayer(layer, { attentions })` sees
+   * each layer's weights as they are done: without outputAttentions they are written into one
+   * array, the next layer's over the last one's, so that only one layer's are ever held.
    */
-  async run(rows, { attentionMask = null, headMask = null, outputAttentions = false, attentionsOut = null, outputHiddenStates = false, logits = 'last', signal, onProgress = null, caches = null, past = 0 }) {
+  async run(rows, { attentionMask = null, headMask = null, outputAttentions = false, attentionsOut = null, outputHiddenStates = false, logits = 'last', signal, onProgress = null, onLayer = null, caches = null, past = 0 }) {
     const n = rows.length, t = rows[0].length, { heads, layers } = this;
+    const needWeights = outputAttentions || onLayer !== null;
+    const layerWeights = onLayer && !outputAttentions ? new Float32Array(n * heads * t * t) : null;
     const ids = new Int32Array(n * t);
     rows.forEach((row, b) => ids.set(row, b * t));
     const positions = tokenPositions(attentionMask, n, t, past);
@@ -275,13 +280,13 @@ export class Model {
     const family = this.family;
     const ctx = (layer) => {
       const headRow = headMask && headMask.subarray(layer * heads, (layer + 1) * heads);
-      const weightsOut = attentionsOut ? attentionsOut.subarray(layer * n * heads * t * t, (layer + 1) * n * heads * t * t) : null;
+      const weightsOut = attentionsOut ? attentionsOut.subarray(layer * n * heads * t * t, (layer + 1) * n * heads * t * t) : layerWeights;
       const cache = caches ? caches[layer] : null;
       return {
-        n, t, buffers, needWeights: outputAttentions, weightsOut, headMask: headRow, attentionMask, cache,
+        n, t, buffers, needWeights, weightsOut, headMask: headRow, attentionMask, cache,
         // GroupedQueryAttention.forward's options for this call.
         attentionOptions: () => ({
-          needWeights: outputAttentions,
+          needWeights,
           ...(weightsOut ? { out: { weights: weightsOut } } : {}),
           ...(headRow ? { headMask: headRow } : {}),
           ...(attentionMask ? { attentionMask: { data: attentionMask, shape: [n, t] } } : {}),
@@ -290,9 +295,11 @@ export class Model {
       };
     };
     this.bytesRead = 0;
-    await this.runLayers(x, ctx, (layer, weights) => {
+    const shape = [n, heads, t, t];
+    await this.runLayers(x, ctx, async (layer, weights) => {
       attentions?.push(weights);
       hiddenStates?.push(x.slice());
+      await onLayer?.(layer, { attentions: { data: weights.data, shape } });
     }, signal, onProgress);
     const final = family.final(x, this.globals);
     if (hiddenStates) hiddenStates[layers] = final === x ? x.slice() : final;
@@ -306,7 +313,7 @@ export class Model {
     }
     return {
       logits: result,
-      attentions: attentions && attentions.map((weights) => ({ data: weights.data, shape: [n, heads, t, t] })),
+      attentions: attentions && attentions.map((weights) => ({ data: weights.data, shape })),
       hiddenStates: hiddenStates && hiddenStates.map((data) => ({ data, shape: [n, t, family.width] })),
     };
   }

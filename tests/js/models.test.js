@@ -263,6 +263,40 @@ describe('openModel: sources, options and results', () => {
     await model.dispose();
   });
 
+  test('onLayer: each layer\'s attentions as outputAttentions returns them, as the layer finishes, resident and streamed', async () => {
+    for (const name of NAMES) {
+      const ref = reference(name);
+      for (const residentBytes of [undefined, 0]) {
+        const model = await openModel(attn, folder(name), { residentBytes });
+        const headMask = Array.from({ length: model.heads }, (_, h) => (h === 1 ? 0.5 : 1));
+        const want = await model.forward(ref.ids, { outputAttentions: true, headMask, logits: 'none' });
+        const events = [], seen = [], arrays = new Set();
+        const got = await model.forward(ref.ids, {
+          headMask, logits: 'none',
+          onProgress: ({ layer }) => events.push(`progress ${layer}`),
+          // Awaited: the weights are still this layer's after a pause.
+          onLayer: async (layer, { attentions }) => {
+            events.push(`layer ${layer}`);
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            arrays.add(attentions.data);
+            seen.push({ data: attentions.data.slice(), shape: attentions.shape });
+          },
+        });
+        const what = `${name}, residentBytes ${residentBytes}`;
+        assert.deepEqual(events, Array.from({ length: model.layers }, (_, l) => [`layer ${l}`, `progress ${l + 1}`]).flat(), what);
+        assert.deepEqual(seen, want.attentions, what);
+        assert.equal(got.attentions, null, what);
+        assert.equal(arrays.size, 1, `${what}: one array for every layer's weights`);
+        // With outputAttentions, the callback sees the very tensors returned.
+        const tensors = [];
+        const both = await model.forward(ref.ids, { headMask, logits: 'none', outputAttentions: true, onLayer: (layer, { attentions }) => tensors.push(attentions.data) });
+        assert.deepEqual(tensors, both.attentions.map((tensor) => tensor.data), what);
+        tensors.forEach((data, l) => assert.equal(data, both.attentions[l].data, what));
+        await model.dispose();
+      }
+    }
+  });
+
   test('a left-padded batch: each row equals the row run alone', async () => {
     for (const name of ['llama-gqa', 'gpt2', 'bert', 'olmo2']) {
       const ref = reference(name);
@@ -456,6 +490,7 @@ describe('openModel: bad folders and bad calls', () => {
       await refused(model.forward(ref.ids, { headMask: [[1, 1, 1, 1]] }), 'headMask', ['[1, 4]']);
       await refused(model.forward(ref.ids, { attentionMask: { data: [1, 1], shape: [1, 2] } }), 'attentionMask', [`[1, ${ref.ids.length}]`]);
       await refused(model.forward(ref.ids, { logits: 'first' }), 'logits');
+      await refused(model.forward(ref.ids, { onLayer: 'print' }), 'onLayer', ['a function', '"print"']);
       await refused(model.forward(ref.ids, { outputAttention: true }), 'outputAttention', ['unknown option']);
       await refused(model.forward(ref.ids, { out: { attentions: new Float32Array(4) } }), 'out.attentions', ['outputAttentions']);
       await refused(model.forward(ref.ids, { outputAttentions: true, out: { attentions: new Float32Array(4) } }), 'out.attentions');
@@ -484,6 +519,28 @@ describe('openModel: bad folders and bad calls', () => {
       await assert.rejects(openModel(attn, folder(name), { signal: AbortSignal.abort() }), { name: 'AbortError' });
       assert.deepEqual(attn.stats(), before);
       assert.deepEqual(await model.forward(ref.ids), want);
+      await model.dispose();
+    }
+    assert.equal(attn.stats().liveObjects, 0);
+  });
+
+  test('an exception thrown in onLayer (or a rejection) rejects the forward, frees the streamed layer, and the model still works', async () => {
+    const name = 'llama-gqa', ref = reference(name);
+    for (const residentBytes of [undefined, 0]) {
+      const model = await openModel(attn, folder(name), { residentBytes });
+      const want = await model.forward(ref.ids, { outputAttentions: true });
+      const before = attn.stats();
+      const thrown = new Error('the caller\'s own error');
+      const layers = [];
+      await assert.rejects(model.forward(ref.ids, { onLayer: (layer) => {
+        layers.push(layer);
+        throw thrown;
+      } }), (error) => error === thrown);
+      assert.deepEqual(layers, [0], 'no layer runs after the throw');
+      assert.deepEqual(attn.stats(), before);
+      await assert.rejects(model.forward(ref.ids, { onLayer: async (layer) => layer === 1 && Promise.reject(thrown) }), (error) => error === thrown);
+      assert.deepEqual(attn.stats(), before);
+      assert.deepEqual(await model.forward(ref.ids, { outputAttentions: true }), want);
       await model.dispose();
     }
     assert.equal(attn.stats().liveObjects, 0);
