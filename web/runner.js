@@ -436,9 +436,10 @@ async function computeModel(runner, request) {
  * does (special tokens included), cut at OPENED_MAX_TOKENS with a note; with request.generate,
  * one greedy token first (AttentionRunner#generateOpened). Up to a picture's cells (MAX_GRID
  * tokens) every layer's heads as [layers · heads, t, t], whole, written there by the forward (one
- * copy of them in the worker); past them, pictures of request.window as the trained model's
- * (modelPictures, from the forward's hidden states). Each layer's heads go to `onLayer` as the
- * layer finishes (see run()). A decoder's next-token predictions come from the last position's
+ * copy of them in the worker); past them, pictures of request.window, each layer's weights
+ * max-pooled into them as the forward finishes the layer (its onLayer: one layer's weights held,
+ * each streamed layer read once). Each layer's heads go to `onLayer` as the layer finishes (see
+ * run()). A decoder's next-token predictions come from the last position's
  * logits; the forward's hidden states are kept for the neuron view (neuronParts).
  */
 async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
@@ -465,15 +466,20 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
   const wanted = { outputHiddenStates: true, logits: causal ? 'last' : 'none', signal };
   let pictures, textScores, logits;
   if (t > MAX_GRID) {
-    const forward = await model.forward(ids, { ...wanted, onProgress });
-    logits = forward.logits;
-    runner.opened.forward = { text, hidden: forward.hiddenStates };
+    // Each layer's weights pooled into the window's cells as the forward finishes the layer (its
+    // onLayer): one layer's [heads, t, t] held at a time, each streamed layer read once.
     const grid = gridOf(t, t, request.window);
     const scorer = grid.row > 0 || grid.rowEnd < t ? null : new HeadScorer(model.layers, heads, inductionTargets(ids));
     const masked = causalCells(grid);
-    const sendLayer = onLayer && ((layer, planes) => onLayer(layer, pooledPlanes(planes, heads, grid.rows, grid.cols, masked, LAYER_PICTURE)));
-    pictures = await modelPictures(runner.attn, model, { length: t, hidden: forward.hiddenStates }, grid, scorer, undefined, sendLayer);
-    pictures.masked = masked;
+    const cells = grid.rows * grid.cols;
+    pictures = { grid, weights: new Float32Array(H * cells), checks: noFindings(), masked };
+    const pool = (layer, { attentions: { data } }) => {
+      poolCausalRows(pictures, heads, scorer, layer, (h) => data.subarray((h * t + grid.row) * t, (h * t + grid.rowEnd) * t), grid.row, grid.rowEnd - grid.row, t);
+      onLayer?.(layer, pooledPlanes(pictures.weights.subarray(layer * heads * cells, (layer + 1) * heads * cells), heads, grid.rows, grid.cols, masked, LAYER_PICTURE));
+    };
+    const forward = await model.forward(ids, { ...wanted, onProgress, onLayer: pool });
+    logits = forward.logits;
+    runner.opened.forward = { text, hidden: forward.hiddenStates };
     textScores = scorer ? scorer.scores().flat() : null;
   } else {
     // Every layer's weights straight into the one array the views read; each layer's go to the
@@ -515,7 +521,7 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
     weightsShape: [1, H, grid.rows, grid.cols],
     outputShape: [1, t, heads * model.headDim],
     call: (t > MAX_GRID
-      ? `${name}: model.forward(ids [${t}], { outputHiddenStates: true }), then per layer model.project(hiddenStates[layer], { layer }) and KVCache.attend(q, { needWeights: true }) over the window`
+      ? `${name}: model.forward(ids [${t}], { outputHiddenStates: true, onLayer }), each layer's weights [1, ${heads}, ${t}, ${t}] pooled into the window as the layer finishes`
       : `${name}: model.forward(ids [${t}], { outputAttentions: true, outputHiddenStates: true }), every layer's weights [1, ${heads}, ${t}, ${t}]`)
       + (generated ? ', after model.generate(ids, { maxNewTokens: 1 })' : ''),
     forwardMs,
@@ -548,13 +554,12 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
  * window's query rows attending chunk by chunk, the cache truncated to the keys up to each chunk's
  * last row (the rest are hidden by the causal mask). Only the window's rows are computed; the
  * checks cover every one of them, and `scorer` (a HeadScorer) takes them when given. `weights`:
- * zeros to pool into; `onLayer(layer, planes)` sees each layer's pictures once they are done.
+ * zeros to pool into. (An opened model's pictures come from its forward instead: computeOpened.)
  * → { grid, weights [layers · heads, rows, cols], checks }
  */
-export async function modelPictures(attn, model, forward, grid, scorer = null, weights = new Float32Array(model.layers * model.heads * grid.rows * grid.cols), onLayer = null) {
+export async function modelPictures(attn, model, forward, grid, scorer = null, weights = new Float32Array(model.layers * model.heads * grid.rows * grid.cols)) {
   const { heads, kvHeads, headDim: d } = model;
-  const cells = grid.rows * grid.cols;
-  const checks = noFindings();
+  const pictures = { grid, weights, checks: noFindings() };
   const windowRows = grid.rowEnd - grid.row;
   // attend() writes each chunk into these, reused chunk after chunk (and the weights' from one
   // update to the next): fresh arrays would cost more than the attention (memory to fault in).
@@ -576,24 +581,33 @@ export async function modelPictures(attn, model, forward, grid, scorer = null, w
         cache.truncate(end);
         const queries = { data: chunkQueries.subarray(0, heads * count * d), shape: [1, heads, count, d] };
         const chunk = cache.attend(queries, { needWeights: true, out, ...scoring }).weights.data;
-        const rowBin = binsOf(first, count, grid.row, grid.step); // the chunk lies inside the window
-        // Keys past the chunk's last row are not in its weights: their cells stay 0 (and masked).
-        const columns = columnsOf(grid.col, Math.min(grid.colEnd, end), grid.step);
-        for (let h = 0; h < heads; h++) {
-          const plane = chunk.subarray(h * count * end, (h + 1) * count * end);
-          checkCausalRows(plane, count, end, first, checks);
-          scorer?.add(layer, h, plane, first, count, end);
-          const picture = layer * heads + h;
-          maxPool(plane, count, end, rowBin, columns, grid.cols, weights.subarray(picture * cells, (picture + 1) * cells));
-        }
+        poolCausalRows(pictures, heads, scorer, layer, (h) => chunk.subarray(h * count * end, (h + 1) * count * end), first, count, end);
         end = first;
       }
-      onLayer?.(layer, weights.subarray(layer * heads * cells, (layer + 1) * heads * cells));
     }
   } finally {
     cache.dispose();
   }
-  return { grid, weights, checks };
+  return pictures;
+}
+
+/**
+ * Rows first … first + count − 1 (inside the window of `pictures.grid`) of every head of `layer`
+ * of a causal map, planeOf(head) [count, m] over keys 0 … m − 1: checked, scored by `scorer` when
+ * given, and max-pooled into their cells of pictures.weights [layers · heads, rows, cols].
+ */
+function poolCausalRows({ grid, weights, checks }, heads, scorer, layer, planeOf, first, count, m) {
+  const cells = grid.rows * grid.cols;
+  const rowBin = binsOf(first, count, grid.row, grid.step);
+  // Keys past m are not in the planes: their cells stay 0 (and masked).
+  const columns = columnsOf(grid.col, Math.min(grid.colEnd, m), grid.step);
+  for (let h = 0; h < heads; h++) {
+    const plane = planeOf(h);
+    checkCausalRows(plane, count, m, first, checks);
+    scorer?.add(layer, h, plane, first, count, m);
+    const picture = layer * heads + h;
+    maxPool(plane, count, m, rowBin, columns, grid.cols, weights.subarray(picture * cells, (picture + 1) * cells));
+  }
 }
 
 /** The causal mask over `grid`'s cells: 1 where every key of the cell comes after every query. */

@@ -144,14 +144,29 @@ test("an opened model's run names its layers as they finish, and typing runs onc
   assert.deepEqual(browser.errors, []);
 });
 
-test('an opened model reads 2048 tokens: pictures of 4 × 4 tokens a cell, and a longer text is cut with a note', { timeout: 90_000 }, async () => {
+test('an opened model reads 2048 tokens: pictures of 4 × 4 tokens a cell, filled layer by layer during the forward, and a longer text is cut with a note', { timeout: 90_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);
   const ref = await reference('llama-gqa');
   await page.fill('[data-testid="text"]', `${ref.text} `.repeat(300)); // 14400 characters, about 2600 tokens
+  // The busy line's layers (the forward's progress) and the grid's layers drawn, in one log.
+  await page.evaluate(() => {
+    window.fillLog = [];
+    new MutationObserver(() => window.fillLog.push(document.querySelector('#busy').textContent))
+      .observe(document.querySelector('#busy'), { childList: true, characterData: true, subtree: true });
+    new MutationObserver(() => {
+      const grid = document.querySelector('#heads');
+      window.fillLog.push(`drawn ${grid.dataset.layersDone}, dimmed ${grid.querySelectorAll('.grid-cell.pending').length}`);
+    }).observe(document.querySelector('#heads'), { attributes: true, attributeFilter: ['data-layers-done'] });
+  });
   assert.equal((await openFolder(page, join(MODELS, 'llama-gqa'))).state, 'ready');
   const result = await readResult(page);
   assert.deepEqual([result.shape[2], result.grid.step, result.grid.rows], [2048, 4, 512]);
+  // Each layer is drawn as the forward finishes it, before the next layer runs (not after a
+  // second pass over the layers): layer 1 drawn with layer 2's 4 heads dimmed, then the forward
+  // reaches layer 2. (The result draws the whole grid once more.)
+  const log = (await page.evaluate(() => window.fillLog)).filter((line) => line.startsWith('drawn') || line.startsWith('Computing… layer'));
+  assert.deepEqual(log.slice(0, 4), ['drawn 1, dimmed 4', 'Computing… layer 1 of 2', 'drawn 2, dimmed 0', 'Computing… layer 2 of 2'], JSON.stringify(log));
   assert.equal(result.checks.maxMaskedWeight, 0);
   assert.ok(result.checks.maxRowSumError <= 1e-5);
   assert.match(await page.textContent('#text-cut'), /^The text is \d+ tokens; the viewer reads its first 2048 \(the viewer's limit\)\.$/);
