@@ -411,6 +411,34 @@ const idsOf = (tokens, vocab) => Int32Array.from({ length: tokens }, (_, i) => (
 const peakRssMib = () => process.resourceUsage().maxRSS / 1024;
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
+/**
+ * Our Linear's rate (GFLOP/s) on a model's MLP: gate, up and down ([hidden, inner] and back), in
+ * `dtype`, over `tokens` rows; the median of a few rounds after a warm-up (longer with runs > 1).
+ */
+export function linearGflops(attn, { hidden, inner, dtype, tokens, runs }) {
+  const linears = [[hidden, inner], [hidden, inner], [inner, hidden]].map(([i, o]) => {
+    const linear = new attn.Linear(i, o, { bias: false, dtype });
+    const weight = new Float32Array(i * o);
+    for (let k = 0; k < weight.length; k++) weight[k] = (((k * 2654435761) >>> 0) / 2 ** 32 - 0.5) / Math.sqrt(i);
+    linear.loadStateDict({ weight: { data: weight, shape: [o, i] } });
+    return linear;
+  });
+  const x = { data: Float32Array.from({ length: tokens * hidden }, (_, k) => Math.sin(k)), shape: [tokens, hidden] };
+  const mid = { data: Float32Array.from({ length: tokens * inner }, (_, k) => Math.cos(k)), shape: [tokens, inner] };
+  const outs = [new Float32Array(tokens * inner), new Float32Array(tokens * inner), new Float32Array(tokens * hidden)];
+  const round = () => {
+    const t0 = performance.now();
+    linears[0].forward(x, { out: outs[0] });
+    linears[1].forward(x, { out: outs[1] });
+    linears[2].forward(mid, { out: outs[2] });
+    return performance.now() - t0;
+  };
+  for (const t0 = performance.now(); performance.now() - t0 < (runs > 1 ? 500 : 50);) round();
+  const rounds = Array.from({ length: Math.max(3, runs + 2) }, round);
+  linears.forEach((linear) => linear.dispose());
+  return (2 * tokens * 3 * hidden * inner) / (median(rounds) * 1e6);
+}
+
 async function oursChild({ folder, threads, tokens, vocab, hidden, inner, runs, secondForward, f32, logitsFile }) {
   const { init } = await import('../dist/index.mjs');
   const { openModel } = await import('../dist/models.mjs');
@@ -445,28 +473,7 @@ async function oursChild({ folder, threads, tokens, vocab, hidden, inner, runs, 
   result.peak_rss_mib = peakRssMib();
   await model.dispose();
 
-  // Our Linear on the model's MLP, in the dtype the model held, `tokens` rows.
-  const linears = [[hidden, inner], [hidden, inner], [inner, hidden]].map(([i, o]) => {
-    const linear = new attn.Linear(i, o, { bias: false, dtype: result.dtype });
-    const weight = new Float32Array(i * o);
-    for (let k = 0; k < weight.length; k++) weight[k] = (((k * 2654435761) >>> 0) / 2 ** 32 - 0.5) / Math.sqrt(i);
-    linear.loadStateDict({ weight: { data: weight, shape: [o, i] } });
-    return linear;
-  });
-  const x = { data: Float32Array.from({ length: tokens * hidden }, (_, k) => Math.sin(k)), shape: [tokens, hidden] };
-  const mid = { data: Float32Array.from({ length: tokens * inner }, (_, k) => Math.cos(k)), shape: [tokens, inner] };
-  const outs = [new Float32Array(tokens * inner), new Float32Array(tokens * inner), new Float32Array(tokens * hidden)];
-  const round = () => {
-    const t0 = performance.now();
-    linears[0].forward(x, { out: outs[0] });
-    linears[1].forward(x, { out: outs[1] });
-    linears[2].forward(mid, { out: outs[2] });
-    return performance.now() - t0;
-  };
-  for (const t0 = performance.now(); performance.now() - t0 < (runs > 1 ? 500 : 50);) round();
-  const rounds = Array.from({ length: Math.max(3, runs + 2) }, round);
-  result.linear_gflops = (2 * tokens * 3 * hidden * inner) / (median(rounds) * 1e6);
-  linears.forEach((linear) => linear.dispose());
+  result.linear_gflops = linearGflops(attn, { hidden, inner, dtype: result.dtype, tokens, runs });
 
   // The same checkpoint widened to f32: warm runs, against onnxruntime-web's.
   if (f32) {

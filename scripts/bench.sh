@@ -22,8 +22,11 @@ fi
 # `--model` bench/model.mjs (a SmolLM2-135M-shaped checkpoint's forward through openModel);
 # `--open` bench/open.mjs (openModel and one forward on checkpoints of published models' shapes,
 # against the read rate, our Linear's rate and onnxruntime-web); `--page` bench/page.mjs (the demo
-# page's update at 2048 characters in Chromium, and its long tasks). Every mode takes `--quick`
-# (its smallest sizes, a few seconds; --page's: one round per thread count at 640 characters):
+# page's update at 2048 characters in Chromium, and its long tasks; `--page --model FOLDER | NAME`:
+# a checkpoint folder, or one of bench/open.mjs's shapes written for the run, opened in the viewer,
+# timed to its first layer's cells and its whole grid at 200 words and 2048 tokens, with the
+# renderer's memory and the roofline). Every mode takes `--quick` (its smallest sizes, a few
+# seconds; --page's: one round per thread count at 640 characters; --page --model's: 2 layers):
 # tests/js/bench-smoke.test.js runs them.
 script="$root/bench/attention.mjs"
 case "${1:-}" in

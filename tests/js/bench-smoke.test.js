@@ -3,7 +3,8 @@
 // must hold the keys their script's header and docs/performance.md document, with finite figures.
 // Their figures mean nothing (two modes run at once on a shared machine). bench/f16-accuracy.mjs
 // runs too, and so does the page bench (--page: Chromium, one round per thread count after the
-// page's load and a warm-up, with --profile's rounds). Installs bench/node_modules on first use
+// page's load and a warm-up, with --profile's rounds; and --page --model, a 2-layer checkpoint in
+// the viewer). Installs bench/node_modules on first use
 // (npm ci), as `npm run bench` does.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -103,6 +104,24 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
     assert.deepEqual(rows.map((row) => [row.threads, row.characters, row.rounds, row.per_round_ms.length]), [[2, 640, 1, 1], [1, 640, 1, 1]]);
     for (const row of rows) assert.ok(row.per_round_ms.every((ms) => Number.isFinite(ms) && ms > 0), `per_round_ms ${row.per_round_ms}`);
     for (const threads of [2, 1]) assert.match(stdout, new RegExp(`^profiled round on ${threads} thread\\(s\\): \\d+ ms`, 'm'));
+  });
+
+  test('--page --model NAME (a checkpoint of that shape opened in the viewer)', async () => {
+    const { rows, stdout } = await bench(['--page', '--quick', '--model', 'SmolLM2-135M']);
+    checkRows(rows, 'page-opened-model', ['impl', 'model', 'scenario', 'tokens', 'threads', 'layers', 'heads', 'streamed', 'first_layer_ms', 'grid_ms',
+      'result_ms', 'pss_mib', 'read_gbps', 'linear_gflops', 'roofline_ms']);
+    // From the folder input, then a new text, then one past 512 tokens (the pooled pictures), on the page's 2 threads.
+    assert.deepEqual(rows.map((row) => [row.scenario, row.threads, row.layers, row.heads]), [['open', 2, 2, 9], ['text', 2, 2, 9], ['text-long', 2, 2, 9]]);
+    assert.ok(rows[2].tokens > 512, `${rows[2].tokens} tokens`);
+    for (const row of rows) {
+      assert.ok(row.first_layer_ms > 0 && row.first_layer_ms <= row.grid_ms && row.grid_ms <= row.result_ms, JSON.stringify(row));
+      assert.ok(row.pss_mib > 0 && row.roofline_ms > 0, JSON.stringify(row));
+    }
+    assert.match(stdout, /renderer PSS \d+ MiB \(goal < 2048 MiB\): (met|missed)/);
+    // The checkpoint lived in a temporary folder, removed at the end.
+    const folder = stdout.match(/written in (\S+) \(removed at the end\)/)[1];
+    assert.ok(folder.startsWith(os.tmpdir()), folder);
+    assert.throws(() => readFileSync(path.join(folder, 'SmolLM2-135M', 'config.json')), { code: 'ENOENT' });
   });
 
   test('bench/f16-accuracy.mjs', async () => {
