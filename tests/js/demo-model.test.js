@@ -11,7 +11,7 @@ import { init } from 'attention-wasm';
 
 import { gridOf } from '../../web/grid.js';
 import { TrainedModel } from '../../web/model.js';
-import { headScores, repeatTargets } from '../../web/scores.js';
+import { headScores, inductionTargets, repeatTargets } from '../../web/scores.js';
 import { aboutParts, modelNeuron } from '../../web/neuron.js';
 import { AttentionRunner, modelPictures } from '../../web/runner.js';
 import { TOLERANCE, maxRelativeError } from './helpers.js';
@@ -189,8 +189,28 @@ test("an opened model past 512 tokens: pictures of its heads, each cell the larg
   const t = ids.length;
   assert.ok(t > 512 && t <= 2048, `${t} tokens`);
   const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none' });
+  // Each run reads the layers once: one forward, whose onLayer the pictures come from.
+  const calls = { forward: 0, project: 0 };
+  for (const method of ['forward', 'project']) {
+    const call = model[method].bind(model);
+    model[method] = (...args) => {
+      calls[method]++;
+      return call(...args);
+    };
+  }
   for (const window of [null, { row: t - 200, col: t - 300, size: 150 }]) {
+    const before = { ...calls };
     const result = await runner.run({ kind: 'opened', text, window });
+    assert.deepEqual({ forward: calls.forward - before.forward, project: calls.project - before.project }, { forward: 1, project: 0 });
+    // The whole map's scores on the text come from the same rows (none for a window).
+    if (window === null) {
+      const want = headScores(attentions.map((layer) => layer.data), model.heads, inductionTargets(ids)).flat();
+      result.model.textScores.forEach((score, i) => {
+        for (const key of ['previousToken', 'induction']) assert.ok(Math.abs(score[key] - want[i][key]) <= 1e-5, `head ${i} ${key}: ${score[key]} vs ${want[i][key]}`);
+      });
+    } else {
+      assert.equal(result.model.textScores, null);
+    }
     const grid = gridOf(t, t, window);
     assert.deepEqual(result.grid, grid);
     assert.equal(result.checks.maxMaskedWeight, 0);
