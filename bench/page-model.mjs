@@ -1,7 +1,7 @@
 // `node bench/page.mjs --model FOLDER | NAME`: a checkpoint folder opened in the demo page's viewer
 // in Chromium, timed as a user sees it, beside the model bench's roofline (bench/open.mjs). The
 // header of bench/page.mjs says what it measures and docs/performance.md how to run it.
-import { copyFile, mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, open, readdir, readFile, rm, statfs } from 'node:fs/promises';
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
 
 import { openBrowser, openDemo } from '../tests/browser/chromium.js';
-import { CONFIGS, linearGflops, partsOf, readRate, rooflineMs, sizesOf, writeCheckpoint } from './open.mjs';
+import { CONFIGS, linearGflops, paramsOf, partsOf, readRate, rooflineMs, sizesOf, writeCheckpoint } from './open.mjs';
 import { columnTable, report } from './report.mjs';
 
 const MIB = 2 ** 20;
@@ -40,8 +40,8 @@ async function folderTensors(folder) {
       const headerBytes = Number(size.readBigUInt64LE(0));
       const json = Buffer.alloc(headerBytes);
       await handle.read(json, 0, headerBytes, 8);
-      for (const [tensor, { dtype, shape, data_offsets: [begin, end] }] of Object.entries(JSON.parse(json.toString('utf8')))) {
-        if (tensor === '__metadata__') continue;
+      const { __metadata__: _, ...header } = JSON.parse(json.toString('utf8'));
+      for (const [tensor, { dtype, shape, data_offsets: [begin, end] }] of Object.entries(header)) {
         const layer = /\.layers\.(\d+)\./.exec(tensor);
         const kind = shape.length === 2 ? (tensor.endsWith('embed_tokens.weight') ? 'embedding' : 'matrix') : tensor.endsWith('bias') ? 'bias' : 'norm';
         tensors.set(tensor, { shape, kind, dtype, layer: layer ? Number(layer[1]) : null, begin: 8 + headerBytes + begin, end: 8 + headerBytes + end });
@@ -154,6 +154,10 @@ export async function pageModelBench({ model: target, quick, json }) {
     let folder, config, tensors, file;
     if (named) {
       config = quick ? { ...CONFIGS[target], num_hidden_layers: 2 } : CONFIGS[target];
+      // bf16: 2 bytes a parameter, and a gigabyte of margin, as bench/open.mjs asks.
+      const { bavail, bsize } = await statfs(root);
+      const need = 2 * paramsOf(config) + 2 ** 30;
+      if (bavail * bsize < need) throw new Error(`${target}'s checkpoint needs ${(need / 1e9).toFixed(1)} GB with a margin; ${os.tmpdir()} has ${(bavail * bsize / 1e9).toFixed(1)} GB free`);
       folder = path.join(root, target);
       const checkpoint = await writeCheckpoint(folder, config);
       for (const name of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(path.join(TOKENIZER_FIXTURE, name), path.join(folder, name));
@@ -161,7 +165,9 @@ export async function pageModelBench({ model: target, quick, json }) {
       console.log(`${target}${quick ? ' (2 layers)' : ''}: random bf16 weights, ${(checkpoint.bytes / 1e9).toFixed(2)} GB written in ${root} (removed at the end), tokenizer.json of ${path.relative(process.cwd(), TOKENIZER_FIXTURE)}`);
     } else {
       folder = path.resolve(target);
-      config = JSON.parse(await readFile(path.join(folder, 'config.json'), 'utf8'));
+      const text = await readFile(path.join(folder, 'config.json'), 'utf8').catch(() => null);
+      if (text === null) throw new Error(`--model: expected a checkpoint folder (with config.json) or one of ${Object.keys(CONFIGS).join(', ')}, got ${JSON.stringify(target)}`);
+      config = JSON.parse(text);
       ({ tensors, file } = await folderTensors(folder));
     }
     const label = named ? `${target}${quick ? ' (2 layers)' : ''}` : path.basename(folder);
