@@ -12,8 +12,14 @@ if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
   bash "$root/scripts/build.sh" all
 fi
 # The peers (onnxruntime-web, tfjs) are pinned in bench/package-lock.json, apart from the package's.
-if [ ! -d "$root/bench/node_modules" ]; then
-  npm ci --prefix "$root/bench" --no-audit --no-fund
+# npm writes node_modules/.package-lock.json last, so its presence means a finished install; benches
+# started at once (npm test runs modes side by side) take turns on a lock and install once.
+peers_installed() { [ -f "$root/bench/node_modules/.package-lock.json" ]; }
+if ! peers_installed; then
+  (
+    flock 9
+    peers_installed || npm ci --prefix "$root/bench" --no-audit --no-fund
+  ) 9<"$root/bench/package-lock.json"
 fi
 # `--sdpa-options` first runs bench/sdpa-options.mjs (the v2 options: window, grouped heads, ALiBi,
 # soft cap, documents) with the remaining arguments instead; `--decode` runs bench/decode.mjs (a
