@@ -175,6 +175,20 @@ void tanh_scores(benchmark::State& state, const KernelSet* set) {
   set_elements(state, M * N * K);
 }
 
+// RoPE at one position over every head of a block's queries and keys (args: rows = query heads +
+// key/value heads, half = rotary dim / 2, interleaved), the cos/sin table given: elements turned.
+void rope(benchmark::State& state, const KernelSet* set) {
+  const size_t rows = state.range(0), half = state.range(1), dim = 2 * half;
+  const bool interleaved = state.range(2) != 0;
+  std::vector<float> x = wave(rows * dim);
+  const std::vector<float> cos = wave(half), sin = wave(half, 0.5f);
+  for (auto _ : state) {
+    set->rope(x.data(), rows, dim, cos.data(), sin.data(), half, interleaved);
+    benchmark::DoNotOptimize(x.data());
+  }
+  set_elements(state, rows * dim);
+}
+
 #if defined(__x86_64__)
 // What holds the wasm GEMM below the SIMD128 peak on x86, timed on machine code itself: one k step
 // of gemm_packed's 4x8 tile as V8 compiles it (two vmovdqu of the panel, four vbroadcastss of A,
@@ -247,6 +261,8 @@ void register_all() {
     benchmark::RegisterBenchmark(("widen_f16" + suffix).c_str(), widen<attn::WeightDtype::f16>, set)->Arg(36864);
     benchmark::RegisterBenchmark(("widen_bf16" + suffix).c_str(), widen<attn::WeightDtype::bf16>, set)->Arg(36864);
     benchmark::RegisterBenchmark(("tanh_scores" + suffix).c_str(), tanh_scores, set)->Args({32, 128, 16})->Args({32, 128, 64});
+    // Llama-3.2-1B's decode step: 32 query heads and 8 key/value heads of head dim 64.
+    benchmark::RegisterBenchmark(("rope" + suffix).c_str(), rope, set)->Args({40, 32, 0})->Args({40, 32, 1});
   }
   benchmark::RegisterBenchmark("pack_transposed", pack_transposed)->Args({64, 128})->Args({512, 512});
 #if defined(__x86_64__)

@@ -110,6 +110,26 @@ double widen_rate(bool bf16, int n, int calls, int repeats) {
   return double(n) * calls / (best * 1e6);
 }
 
+// RoPE over `rows` rows of 2·half dims at one position (a decode step's query and key heads), in
+// L1, best of `repeats` runs of `calls` calls, in G elements/s.
+double rope_rate(bool interleaved, int rows, int half, int calls, int repeats) {
+  std::vector<float> x(size_t(rows) * 2 * half), cos(half), sin(half);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i));
+  for (int k = 0; k < half; ++k) {
+    cos[k] = std::cos(0.1f * k);
+    sin[k] = std::sin(0.1f * k);
+  }
+  const auto& k = attn::kernels::active_kernels();
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = emscripten_get_now();
+    for (int c = 0; c < calls; ++c) k.rope(x.data(), rows, 2 * half, cos.data(), sin.data(), half, interleaved);
+    best = std::min(best, emscripten_get_now() - start);
+  }
+  if (std::isnan(x[0])) return 0;
+  return double(x.size()) * calls / (best * 1e6);
+}
+
 // What bounds the GEMM. One k step of its 4x8 tile issues two panel loads, four load-splats of A
 // and 16 multiplies and adds. These copies of that loop keep either kind of load out of it (A's
 // four values, or the panel's two vectors, fixed for the whole tile: timing only, the results are
@@ -189,4 +209,5 @@ EMSCRIPTEN_BINDINGS(bench_kernels) {
   emscripten::function("gemmLoopGflops", &gemm_loop_gflops);
   emscripten::function("decodeKernelGflops", &decode_kernel_gflops);
   emscripten::function("widenRate", &widen_rate);
+  emscripten::function("ropeRate", &rope_rate);
 }

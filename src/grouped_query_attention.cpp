@@ -266,8 +266,8 @@ Status GroupedQueryAttention::projections(const TensorView& x, const GroupedQuer
     }
     positions = {default_positions.data(), {N, t}};
   }
-  return first_failure({apply_rope(query, {N, c.num_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved),
-                        apply_rope(key, {N, c.num_key_value_heads, t, hd}, frequencies_, positions, 0, c.rope_interleaved)});
+  return apply_rope({{query, {N, c.num_heads, t, hd}}, {key, {N, c.num_key_value_heads, t, hd}}}, frequencies_, positions,
+                    0, c.rope_interleaved);
 }
 
 Status GroupedQueryAttention::forward(const TensorView& x, const GroupedQueryAttentionOptions& options, float* output,

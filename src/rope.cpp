@@ -5,6 +5,7 @@
 #include <string>
 
 #include "buffer.h"
+#include "kernels/kernels.h"
 #include "module.h"
 
 namespace attn {
@@ -270,11 +271,12 @@ Status check_rope(const Shape& x, const RopeOptions& options) {
   return RopeFrequencies::check(options.scaling, options.base, options.rotary_dim.value_or(dim));
 }
 
-Status apply_rope(float* x, const Shape& shape, const RopeFrequencies& frequencies, const IdsView& positions,
-                  int64_t first, bool interleaved) {
-  const int64_t length = shape.at_end(2), dim = shape.at_end(1), half = frequencies.half();
+Status apply_rope(std::initializer_list<RopeTarget> targets, const RopeFrequencies& frequencies,
+                  const IdsView& positions, int64_t first, bool interleaved) {
+  const Shape& lead = targets.begin()->shape;
+  const int64_t length = lead.at_end(2), half = frequencies.half();
   const bool per_row = positions.present() && positions.shape.rank == 2;
-  const int64_t groups = per_row ? shape[0] : 1, rows = shape.leading_numel(2) / std::max<int64_t>(groups, 1);
+  const int64_t groups = per_row ? lead[0] : 1;
   // Hugging Face's seq_len: the largest position of the call plus one.
   int64_t sequence_length = first + length;
   if (positions.present()) {
@@ -282,33 +284,37 @@ Status apply_rope(float* x, const Shape& shape, const RopeFrequencies& frequenci
     for (int64_t i = 0; i < positions.shape.numel(); ++i)
       sequence_length = std::max<int64_t>(sequence_length, int64_t{positions.data[i]} + 1);
   }
+  // cos and sin of a chunk of positions at a time: the table stays small whatever L is.
+  constexpr int64_t kChunk = 64;
   Buffer<double> inv_freq;
   FloatBuffer table;
-  Status s = first_failure({inv_freq.allocate(half, "RoPE frequencies"), table.allocate(2 * half, "RoPE cos/sin")});
+  Status s = first_failure({inv_freq.allocate(half, "RoPE frequencies"), table.allocate(2 * kChunk * half, "RoPE cos/sin")});
   if (!s.ok()) return s;
   const double attention = frequencies.compute(sequence_length, inv_freq.data());
-  float* cos_a = table.data();
-  float* sin_a = table.data() + half;
-  // The pair of dims k rotates: (k, k + r/2) rotate-half, (2k, 2k + 1) interleaved.
-  const int64_t pair_step = interleaved ? 1 : half;
-  const int64_t first_step = interleaved ? 2 : 1;
+  const kernels::KernelSet& k = kernels::active_kernels();
   for (int64_t group = 0; group < groups; ++group)
-    for (int64_t l = 0; l < length; ++l) {
-      // Angles in double precision (float32 angles drift at long positions), rounded to float once.
-      const double position = positions.present() ? positions.data[(per_row ? group * length : 0) + l]
-                                                  : static_cast<double>(first + l);
-      for (int64_t k = 0; k < half; ++k) {
-        const double angle = position * inv_freq.data()[k];
-        cos_a[k] = static_cast<float>(std::cos(angle) * attention);
-        sin_a[k] = static_cast<float>(std::sin(angle) * attention);
+    for (int64_t l0 = 0; l0 < length; l0 += kChunk) {
+      const int64_t count = std::min(kChunk, length - l0);
+      for (int64_t l = 0; l < count; ++l) {
+        // Angles in double precision (float32 angles drift at long positions), rounded to float once.
+        const int64_t at = l0 + l;
+        const double position = positions.present() ? positions.data[(per_row ? group * length : 0) + at]
+                                                    : static_cast<double>(first + at);
+        float* cos_a = table.data() + 2 * l * half;
+        float* sin_a = cos_a + half;
+        for (int64_t f = 0; f < half; ++f) {
+          const double angle = position * inv_freq.data()[f];
+          cos_a[f] = static_cast<float>(std::cos(angle) * attention);
+          sin_a[f] = static_cast<float>(std::sin(angle) * attention);
+        }
       }
-      for (int64_t row = group * rows; row < (group + 1) * rows; ++row) {
-        float* v = x + (row * length + l) * dim;
-        for (int64_t k = 0; k < half; ++k) {
-          const int64_t a = k * first_step, b = a + pair_step;
-          const float va = v[a], vb = v[b];
-          v[a] = va * cos_a[k] - vb * sin_a[k];
-          v[b] = vb * cos_a[k] + va * sin_a[k];
+      for (const RopeTarget& target : targets) {
+        const int64_t dim = target.shape.at_end(1);
+        const int64_t rows = target.shape.leading_numel(2) / std::max<int64_t>(groups, 1);
+        for (int64_t l = 0; l < count; ++l) {
+          const float* cos_a = table.data() + 2 * l * half;
+          k.rope(target.data + (group * rows * length + l0 + l) * dim, static_cast<size_t>(rows),
+                 static_cast<size_t>(length * dim), cos_a, cos_a + half, static_cast<size_t>(half), interleaved);
         }
       }
     }
@@ -322,7 +328,7 @@ Status rope(const TensorView& x, const RopeOptions& options, float* output) {
   s = frequencies.prepare(options.scaling, options.base, options.rotary_dim.value_or(x.shape.at_end(1)));
   if (!s.ok()) return s;
   if (output != x.data) std::copy_n(x.data, x.shape.numel(), output);
-  return apply_rope(output, x.shape, frequencies, options.positions, options.offset, options.interleaved);
+  return apply_rope({{output, x.shape}}, frequencies, options.positions, options.offset, options.interleaved);
 }
 
 }  // namespace attn

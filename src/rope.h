@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 
 #include "buffer.h"
@@ -83,9 +84,17 @@ struct RopeOptions {
 Status check_rope(const Shape& x, const RopeOptions& options);
 Status rope(const TensorView& x, const RopeOptions& options, float* output);
 
-// x [N, ..., L, d] turned in place by a prepared scheme at positions [L] or [N, L] (or first,
-// first + 1, …, when absent), its first rotary_dim dims pair by pair as `interleaved` says.
-Status apply_rope(float* x, const Shape& shape, const RopeFrequencies& frequencies, const IdsView& positions,
-                  int64_t first, bool interleaved);
+// A tensor apply_rope turns in place: x [N, ..., L, d].
+struct RopeTarget {
+  float* data;
+  Shape shape;
+};
+
+// `targets` (of the same N and L: a block's queries and keys) turned in place by a prepared scheme
+// at positions [L] or [N, L] (or first, first + 1, …, when absent), the first rotary_dim dims of
+// each pair by pair as `interleaved` says. Each position's cos and sin are computed once, in
+// double precision, and serve every head of every target.
+Status apply_rope(std::initializer_list<RopeTarget> targets, const RopeFrequencies& frequencies,
+                  const IdsView& positions, int64_t first, bool interleaved);
 
 }  // namespace attn

@@ -58,5 +58,13 @@ export async function loadKernels(name = 'bench-kernels') {
       m.widenRate(bf16, n, calls, 3);
       return m.widenRate(bf16, n, calls, repeats);
     },
+    /**
+     * The rope kernel at one position over `rows` heads of 2·half dims (Llama-3.2-1B's decode
+     * step: 40 heads, half 32), rotate-half or interleaved, in G elements/s, after a warm-up.
+     */
+    ropeRate({ interleaved = false, rows = 40, half = 32 } = {}, calls = 2000, repeats = 7) {
+      m.ropeRate(interleaved, rows, half, calls, 3);
+      return m.ropeRate(interleaved, rows, half, calls, repeats);
+    },
   };
 }

@@ -68,6 +68,13 @@ struct KernelSet {
   // out[i] = the float of bfloat16 b[i] (its upper half), exact for every value: bf16 Linear
   // weights, as widen_f16.
   void (*widen_bf16)(const uint16_t* b, float* out, size_t n);
+
+  // Rotary position embedding of `rows` rows of x, one `stride` apart, that share a position: in
+  // each, pair k (dims k and k + half, or 2k and 2k + 1 when interleaved) becomes (a·cos[k] −
+  // b·sin[k], b·cos[k] + a·sin[k]). cos and sin hold the position's angles (times the scheme's
+  // attention factor), computed once for every head of the queries and the keys.
+  void (*rope)(float* x, size_t rows, size_t stride, const float* cos, const float* sin, size_t half,
+               bool interleaved);
 };
 
 // A row's scaled scores with their terms and bias, through the cheaper scale_bias_max when there

@@ -108,6 +108,21 @@ void gemm_nn_add_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
 void widen_f16_scalar(const uint16_t* h, float* out, size_t n) { std::transform(h, h + n, out, from_half); }
 void widen_bf16_scalar(const uint16_t* b, float* out, size_t n) { std::transform(b, b + n, out, from_bfloat16); }
 
+void rope_scalar(float* x, size_t rows, size_t stride, const float* cos, const float* sin, size_t half,
+                 bool interleaved) {
+  // The pair of dims k turns: (k, k + half) rotate-half, (2k, 2k + 1) interleaved.
+  const size_t pair_step = interleaved ? 1 : half, first_step = interleaved ? 2 : 1;
+  for (size_t r = 0; r < rows; ++r) {
+    float* v = x + r * stride;
+    for (size_t k = 0; k < half; ++k) {
+      const size_t a = k * first_step, b = a + pair_step;
+      const float va = v[a], vb = v[b];
+      v[a] = va * cos[k] - vb * sin[k];
+      v[b] = vb * cos[k] + va * sin[k];
+    }
+  }
+}
+
 }  // namespace
 
 const KernelSet kScalarKernels = {
@@ -124,6 +139,7 @@ const KernelSet kScalarKernels = {
     gemm_nn_add_scalar<uint16_t>,
     widen_f16_scalar,
     widen_bf16_scalar,
+    rope_scalar,
 };
 
 }  // namespace attn::kernels

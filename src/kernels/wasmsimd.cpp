@@ -470,6 +470,42 @@ void widen_bf16__wasmsimd(const uint16_t* b, float* out, size_t n) {
   for (; i < n; ++i) out[i] = from_bfloat16(b[i]);
 }
 
+// Four pairs a step. Multiplies and subtracts as the scalar twin does them, unfused even in the
+// relaxed builds, so that every set rotates to the same bits. Interleaved pairs are split into
+// their first and second dims by two shuffles and woven back by two more.
+void rope__wasmsimd(float* x, size_t rows, size_t stride, const float* cos, const float* sin, size_t half,
+                    bool interleaved) {
+  const auto turn = [](v128_t a, v128_t b, v128_t c, v128_t s, v128_t& ta, v128_t& tb) {
+    ta = wasm_f32x4_sub(wasm_f32x4_mul(a, c), wasm_f32x4_mul(b, s));
+    tb = wasm_f32x4_add(wasm_f32x4_mul(b, c), wasm_f32x4_mul(a, s));
+  };
+  for (size_t r = 0; r < rows; ++r) {
+    float* v = x + r * stride;
+    size_t k = 0;
+    for (; k + 4 <= half; k += 4) {
+      const v128_t c = wasm_v128_load(cos + k), s = wasm_v128_load(sin + k);
+      v128_t a, b;
+      if (interleaved) {
+        const v128_t lo = wasm_v128_load(v + 2 * k), hi = wasm_v128_load(v + 2 * k + 4);
+        turn(wasm_i32x4_shuffle(lo, hi, 0, 2, 4, 6), wasm_i32x4_shuffle(lo, hi, 1, 3, 5, 7), c, s, a, b);
+        wasm_v128_store(v + 2 * k, wasm_i32x4_shuffle(a, b, 0, 4, 1, 5));
+        wasm_v128_store(v + 2 * k + 4, wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+      } else {
+        turn(wasm_v128_load(v + k), wasm_v128_load(v + half + k), c, s, a, b);
+        wasm_v128_store(v + k, a);
+        wasm_v128_store(v + half + k, b);
+      }
+    }
+    for (; k < half; ++k) {  // the last 1..3 pairs
+      float* a = interleaved ? v + 2 * k : v + k;
+      float* b = interleaved ? a + 1 : a + half;
+      const float va = *a, vb = *b;
+      *a = va * cos[k] - vb * sin[k];
+      *b = vb * cos[k] + va * sin[k];
+    }
+  }
+}
+
 }  // namespace
 
 const KernelSet kWasmSimdKernels = {
@@ -490,6 +526,7 @@ const KernelSet kWasmSimdKernels = {
     gemm_nn_add_4x8__wasmsimd<uint16_t>,
     widen_f16__wasmsimd,
     widen_bf16__wasmsimd,
+    rope__wasmsimd,
 };
 
 }  // namespace attn::kernels

@@ -2,6 +2,7 @@
 // reference, and every non-scalar set against its scalar twin, over sizes equal to, below, above
 // and multiples of the SIMD tiles (as XNNPACK's microkernel testers do).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -435,4 +436,42 @@ TEST_CASE("every kernel set agrees with its scalar twin", "[kernels]") {
       set->tanh_scores(n, n, n, A.data(), n, B.data(), n, w.data(), C2.data(), n);
       for (size_t i = 0; i < n * n; ++i) REQUIRE(std::fabs(C1[i] - C2[i]) <= 3e-7f * n);
     }
+}
+
+TEST_CASE("rope turns every pair of every row, rotate-half and interleaved, as its scalar twin", "[kernels][rope]") {
+  const KernelSet& scalar = attn::kernels::kScalarKernels;
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (size_t half : kSizes)
+      for (bool interleaved : {false, true}) {
+        INFO(set->name << " half=" << half << " interleaved=" << interleaved);
+        // Three rows of 2·half rotated dims and 3 passed through (partial rotary), 2 floats apart.
+        const size_t rows = 3, dim = 2 * half + 3, stride = dim + 2;
+        const std::vector<float> before = random_floats(rows * stride, 50, -4, 4);
+        const std::vector<float> angles = random_floats(half, 51, -40, 40);
+        std::vector<float> cos(half), sin(half);
+        for (size_t k = 0; k < half; ++k) {  // an attention factor of 0.75, as YaRN's
+          cos[k] = static_cast<float>(std::cos(double(angles[k])) * 0.75);
+          sin[k] = static_cast<float>(std::sin(double(angles[k])) * 0.75);
+        }
+        std::vector<float> x = before, twin = before;
+        set->rope(x.data(), rows, stride, cos.data(), sin.data(), half, interleaved);
+        scalar.rope(twin.data(), rows, stride, cos.data(), sin.data(), half, interleaved);
+        REQUIRE(x == twin);  // the same float operations in the same order
+        for (size_t r = 0; r < rows; ++r) {
+          const float* v = before.data() + r * stride;
+          const float* got = x.data() + r * stride;
+          for (size_t k = 0; k < half; ++k) {
+            const size_t a = interleaved ? 2 * k : k, b = interleaved ? a + 1 : a + half;
+            const double want_a = double(v[a]) * cos[k] - double(v[b]) * sin[k];
+            const double want_b = double(v[b]) * cos[k] + double(v[a]) * sin[k];
+            REQUIRE(std::fabs(got[a] - want_a) <= 1e-6 * (1 + std::fabs(want_a)));
+            REQUIRE(std::fabs(got[b] - want_b) <= 1e-6 * (1 + std::fabs(want_b)));
+          }
+          for (size_t e = 2 * half; e < stride; ++e) REQUIRE(got[e] == v[e]);  // rest of row and padding
+        }
+        // Rows past `rows` are not touched.
+        std::vector<float> longer = random_floats(2 * stride, 52), kept = longer;
+        set->rope(longer.data(), 1, stride, cos.data(), sin.data(), half, interleaved);
+        REQUIRE(std::equal(longer.begin() + stride, longer.end(), kept.begin() + stride));
+      }
 }

@@ -124,6 +124,21 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
     assert.throws(() => readFileSync(path.join(folder, 'SmolLM2-135M', 'config.json')), { code: 'ENOENT' });
   });
 
+  // The SIMD128 build of the kernel rows (the relaxed one needs Node's relaxed-SIMD flag).
+  test('the wasm kernel rows (bench/kernels_wasm.cpp): every decode kernel and RoPE, a few calls each', async () => {
+    const { loadKernels } = await import('../../bench/peers/kernels.mjs');
+    const kernels = await loadKernels('bench-kernels');
+    for (const kernel of ['gemm_nt', 'gemm_nt_f16', 'gemm_nn_add', 'gemm_nn_add_f16']) {
+      const [M, N, K] = kernel.startsWith('gemm_nt') ? [4, 128, 64] : [4, 64, 128];
+      const gflops = kernels.decodeKernelGflops(kernel, M, N, K, 20, 2);
+      assert.ok(Number.isFinite(gflops) && gflops > 0, `${kernel}: ${gflops}`);
+    }
+    for (const interleaved of [false, true]) {
+      const rate = kernels.ropeRate({ interleaved }, 20, 2);
+      assert.ok(Number.isFinite(rate) && rate > 0, `rope, interleaved ${interleaved}: ${rate}`);
+    }
+  });
+
   test('bench/f16-accuracy.mjs', async () => {
     const { stdout } = await run(process.execPath, ['bench/f16-accuracy.mjs'], { cwd: root });
     assert.match(stdout, /^\| f32 \| \d\.\de-\d+ \|/m);
