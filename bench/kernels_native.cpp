@@ -14,6 +14,7 @@
 #include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
+#include "kernels/q8.h"
 
 namespace {
 
@@ -69,6 +70,32 @@ void cache_product(benchmark::State& state, const KernelSet* set) {
     if constexpr (kScores && !kFloat) set->gemm_nt_f16(M, N, K, A.data(), K, B16.data(), K, C.data(), N);
     if constexpr (!kScores && kFloat) set->gemm_nn_add(M, N, K, A.data(), K, B.data(), N, C.data(), N);
     if constexpr (!kScores && !kFloat) set->gemm_nn_add_f16(M, N, K, A.data(), K, B16.data(), N, C.data(), N);
+    benchmark::DoNotOptimize(C.data());
+  }
+  set_flops(state, 2.0 * M * N * K);
+}
+
+// The same two products over q8 rows (kernels/q8.h), the queries quantised as a step quantises
+// them (args as above).
+template <bool kScores>
+void cache_product_q8(benchmark::State& state, const KernelSet* set) {
+  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const std::vector<float> A = wave(M * K), B = wave(N * K);
+  // Scores: A [M, K] and B [N, K] quantised by rows of K; values: B [K, N] by rows of N.
+  const size_t width = kScores ? K : N, rows = B.size() / width;
+  std::vector<int8_t> qa(M * K), qb(B.size());
+  std::vector<float> sa(M * attn::kernels::q8_blocks(K));
+  std::vector<uint16_t> sb(rows * attn::kernels::q8_blocks(width));
+  for (size_t i = 0; i < M; ++i)
+    attn::kernels::quantize_q8(A.data() + i * K, K, qa.data() + i * K, sa.data() + i * attn::kernels::q8_blocks(K));
+  for (size_t r = 0; r < rows; ++r)
+    attn::kernels::quantize_q8(B.data() + r * width, width, qb.data() + r * width, sb.data() + r * attn::kernels::q8_blocks(width));
+  std::vector<float> C(M * N);
+  for (auto _ : state) {
+    if constexpr (kScores)
+      set->gemm_nt_q8(M, N, K, qa.data(), sa.data(), K, qb.data(), sb.data(), K, C.data(), N);
+    else
+      set->gemm_nn_add_q8(M, N, K, A.data(), K, qb.data(), sb.data(), N, C.data(), N);
     benchmark::DoNotOptimize(C.data());
   }
   set_flops(state, 2.0 * M * N * K);
@@ -248,6 +275,8 @@ void register_all() {
     benchmark::RegisterBenchmark(("gemm_nt_f16" + suffix).c_str(), cache_product<uint16_t, true>, set)->Args({4, 128, 64});
     benchmark::RegisterBenchmark(("gemm_nn_add" + suffix).c_str(), cache_product<float, false>, set)->Args({4, 64, 128});
     benchmark::RegisterBenchmark(("gemm_nn_add_f16" + suffix).c_str(), cache_product<uint16_t, false>, set)->Args({4, 64, 128});
+    benchmark::RegisterBenchmark(("gemm_nt_q8" + suffix).c_str(), cache_product_q8<true>, set)->Args({4, 128, 64});
+    benchmark::RegisterBenchmark(("gemm_nn_add_q8" + suffix).c_str(), cache_product_q8<false>, set)->Args({4, 64, 128});
     benchmark::RegisterBenchmark(("gemm_packed" + suffix).c_str(), gemm_packed, set)
         ->Args({32, 128, 64})
         ->Args({32, 64, 128})

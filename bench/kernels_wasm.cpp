@@ -12,6 +12,7 @@
 #include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
+#include "kernels/q8.h"
 
 namespace {
 
@@ -67,19 +68,32 @@ double gemm_gflops(int M, int N, int K, int repeats) {
 
 // The decode step's kernels on one chunk of a KV cache's rows, in L1, best of `repeats` runs of
 // `calls` calls: kind 0 gemm_nt, 1 gemm_nt_f16 (scores: M query heads of a group, N keys, K head
-// dim), 2 gemm_nn_add, 3 gemm_nn_add_f16 (weights times values: M, N value dim, K keys).
+// dim), 2 gemm_nn_add, 3 gemm_nn_add_f16 (weights times values: M, N value dim, K keys), 4
+// gemm_nt_q8, 5 gemm_nn_add_q8 (the same over q8 rows, queries quantised).
 double decode_kernel_gflops(int kind, int M, int N, int K, int calls, int repeats) {
-  const bool scores = kind < 2, f16 = kind % 2 == 1;
+  const bool scores = kind % 4 < 2, f16 = kind % 2 == 1 && kind < 4, q8 = kind >= 4;
   std::vector<float> A(size_t(M) * K), B(size_t(N) * K), C(size_t(M) * N);
   for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(float(i));
   for (size_t i = 0; i < B.size(); ++i) B[i] = std::cos(float(i));
   std::vector<uint16_t> B16(B.size());
   std::transform(B.begin(), B.end(), B16.begin(), attn::to_half);
+  // q8: A [M, K] by rows of K; B by rows of K (keys) or of N (values).
+  const size_t width = scores ? K : N, rows = B.size() / width;
+  std::vector<int8_t> qa(A.size()), qb(B.size());
+  std::vector<float> sa(size_t(M) * attn::kernels::q8_blocks(K));
+  std::vector<uint16_t> sb(rows * attn::kernels::q8_blocks(width));
+  for (int i = 0; q8 && i < M; ++i)
+    attn::kernels::quantize_q8(A.data() + i * K, K, qa.data() + i * K, sa.data() + i * attn::kernels::q8_blocks(K));
+  for (size_t r = 0; q8 && r < rows; ++r)
+    attn::kernels::quantize_q8(B.data() + r * width, width, qb.data() + r * width, sb.data() + r * attn::kernels::q8_blocks(width));
   const auto& k = attn::kernels::active_kernels();
   double best = 1e300;
   for (int r = 0; r < repeats; ++r) {
     const double start = emscripten_get_now();
     for (int c = 0; c < calls; ++c) {
+      if (scores && q8) k.gemm_nt_q8(M, N, K, qa.data(), sa.data(), K, qb.data(), sb.data(), K, C.data(), N);
+      if (!scores && q8) k.gemm_nn_add_q8(M, N, K, A.data(), K, qb.data(), sb.data(), N, C.data(), N);
+      if (q8) continue;
       if (scores && !f16) k.gemm_nt(M, N, K, A.data(), K, B.data(), K, C.data(), N);
       if (scores && f16) k.gemm_nt_f16(M, N, K, A.data(), K, B16.data(), K, C.data(), N);
       if (!scores && !f16) k.gemm_nn_add(M, N, K, A.data(), K, B.data(), N, C.data(), N);

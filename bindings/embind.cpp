@@ -240,7 +240,10 @@ void register_structs() {
       .value("none", attn::Causal::none)
       .value("upperLeft", attn::Causal::upper_left)
       .value("lowerRight", attn::Causal::lower_right);
-  enum_<attn::CacheDtype>("_CacheDtype").value("f32", attn::CacheDtype::f32).value("f16", attn::CacheDtype::f16);
+  enum_<attn::CacheDtype>("_CacheDtype")
+      .value("f32", attn::CacheDtype::f32)
+      .value("f16", attn::CacheDtype::f16)
+      .value("q8", attn::CacheDtype::q8);
   Struct<TensorView>("_Tensor").pointer<&TensorView::data>("data").shape<&TensorView::shape>("shape");
   Struct<MaskView>("_Mask")
       .plain<&MaskView::type>("type")

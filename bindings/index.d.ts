@@ -444,6 +444,9 @@ export interface RelativeMultiHeadAttention extends AttentionModule {
   forward(query: Tensor, key: Tensor, value: Tensor, opts?: RelativeMultiHeadAttentionForwardOptions): AttentionResult<ResultTensor>;
 }
 
+/** How a `KVCache` holds its keys and values: float32, binary16 or 8-bit blocks (q8_0). */
+export type KVCacheDtype = 'f32' | 'f16' | 'q8';
+
 /** `new attn.KVCache(opts)`. */
 export interface KVCacheOptions {
   /** Default 1. */
@@ -462,9 +465,14 @@ export interface KVCacheOptions {
    * `'f16'` stores IEEE binary16 (round to nearest even): half the memory. An append of a finite
    * value past its range (`|x| ≥ 65520`, which would be stored as ±Inf) throws an `AttentionError`
    * naming the batch, head, position and dim, and keeps what the cache held; ±Infinity and NaN
-   * given are kept as such. Default `'f32'`.
+   * given are kept as such. `'q8'` stores llama.cpp's q8_0: each row cut into blocks of 32 values
+   * (the last block shorter when 32 does not divide `headDim` or `valueDim`), each block as bytes
+   * `q = round(x / d)` with one binary16 scale `d = max|x| / 127`: about a quarter of f32's
+   * memory (34 bytes a block against 128). A step scores with its queries quantised per block the
+   * same way, in integers. An append holding ±Infinity, NaN or `|x| ≥ 8321040` (whose scale
+   * binary16 cannot hold) throws, as above. Default `'f32'`.
    */
-  dtype?: 'f32' | 'f16';
+  dtype?: KVCacheDtype;
   /**
    * Sliding window `W`: a ring buffer holding the latest `W` positions (after an append of `t`
    * at once, the latest `W − 1 + t`, so each new query sees its whole window).
@@ -510,7 +518,7 @@ export interface KVCache {
   readonly headDim: number;
   readonly valueDim: number;
   readonly maxLength: number;
-  readonly dtype: 'f32' | 'f16';
+  readonly dtype: KVCacheDtype;
   readonly window: number | null;
   /** Positions held. */
   readonly length: number;
@@ -518,8 +526,8 @@ export interface KVCache {
   readonly position: number;
   /**
    * Appends key `[batch, heads, t, headDim]` and value `[batch, heads, t, valueDim]`. Past
-   * `maxLength` (no window), or with a finite value past binary16's range in an `'f16'` cache, it
-   * throws and keeps what it held.
+   * `maxLength` (no window), with a finite value past binary16's range in an `'f16'` cache, or
+   * with a value a `'q8'` block cannot hold, it throws and keeps what it held.
    */
   append(key: Tensor, value: Tensor, opts?: KVCacheAppendOptions): this;
   /**
@@ -675,7 +683,7 @@ export interface GroupedQueryAttention extends AttentionModule {
   readonly dtype: WeightDtype;
   loadStateDict(stateDict: StateDict | ReadonlyMap<string, WeightTensor> | Readonly<Record<string, WeightTensor>>, opts?: LoadStateDictOptions): this;
   /** A `KVCache` shaped for the block (`numKeyValueHeads` heads of `headDim`, window `slidingWindow`). */
-  createCache(maxLength: number, opts?: { batch?: number; dtype?: 'f32' | 'f16' }): KVCache;
+  createCache(maxLength: number, opts?: { batch?: number; dtype?: KVCacheDtype }): KVCache;
   /**
    * x `[N, t, hiddenSize]` → output `[N, t, hiddenSize]`, weights `[N, numHeads, t, m]` (`m`: the
    * positions attended, those the cache holds after the append, or `t`). Prefill (t > 1) runs

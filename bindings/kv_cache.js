@@ -10,7 +10,7 @@ import {
 
 const CONFIG = ['batch', 'heads', 'headDim', 'valueDim', 'maxLength', 'dtype', 'window'];
 const ATTEND_OPTIONS = ['isCausal', 'scale', 'softcap', 'alibi', 'window', 'attnMask', 'needWeights', 'out'];
-const DTYPES = ['f32', 'f16'];
+const DTYPES = ['f32', 'f16', 'q8'];
 
 function checkSize(value, argument) {
   return checkNumber(value, argument, { min: 1, max: MAX_DIM, integer: true });
@@ -32,9 +32,10 @@ export function cacheHandle(cache, runtime, argument) {
 export function createKVCacheClass(runtime) {
   class KVCache {
     /**
-     * { batch = 1, heads, headDim, valueDim = headDim, maxLength, dtype = 'f32', window }: storage
-     * for `maxLength` positions (with a window, a ring of the latest positions that grows to hold
-     * window − 1 + t when t are appended at once; maxLength is then only the first reservation).
+     * { batch = 1, heads, headDim, valueDim = headDim, maxLength, dtype = 'f32' (or 'f16', 'q8'),
+     * window }: storage for `maxLength` positions (with a window, a ring of the latest positions
+     * that grows to hold window − 1 + t when t are appended at once; maxLength is then only the
+     * first reservation).
      */
     constructor(opts) {
       const wasm = runtime.enter('new KVCache');
@@ -68,8 +69,9 @@ export function createKVCacheClass(runtime) {
     /**
      * Appends key [batch, heads, t, headDim] and value [batch, heads, t, valueDim]. opts.mask:
      * Hugging Face's attention_mask of these positions, [batch, t] (1 a token, 0 padding), kept so
-     * that attend() hides padded keys. An f16 cache refuses a finite value past binary16's range
-     * (the core names where it is). Returns this.
+     * that attend() hides padded keys. An f16 cache refuses a finite value past binary16's range,
+     * a q8 cache a value its block's binary16 scale cannot hold (the core names where it is).
+     * Returns this.
      */
     append(key, value, opts) {
       const { state, wasm } = live(this, 'append');

@@ -8,6 +8,7 @@
 #include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
+#include "kernels/q8.h"
 #include "module.h"
 #include "parallel.h"
 
@@ -283,23 +284,34 @@ void attend_streaming(const AttentionBlocks& p, const PackedOperands& operands, 
 }
 
 bool reads_in_place(const AttentionBlocks& p, const float* weights, const PackedOperands* packed) {
-  const auto widens_in_registers = [](const RowOperand& o) { return o.f32 || o.finite; };
+  const auto widens_in_registers = [](const RowOperand& o) { return o.f32 || o.q8 || o.finite; };
   return !weights && !packed && !p.score && !p.score_term && !dropout_active(p) && p.key.present() &&
          p.value.present() && widens_in_registers(p.key) && widens_in_registers(p.value) && p.n > 0 &&
          p.n * p.kv_group <= kInPlaceRows;
 }
 
+// The gathered queries of a work item [rows, d]: as floats, and for q8 keys quantised as q8 too
+// (bytes [rows, d], scales [rows, q8_blocks(d)]).
+struct GatheredQueries {
+  const float* f32;
+  const int8_t* q8;
+  const float* q8_scales;
+};
+
 // scores [rows, cols] (row stride kKeyTile) = queries [rows, d] · keys [j0, j0 + cols) of key/value
 // block kv, read where they lie (one run of rows).
-void score_in_place(const AttentionBlocks& p, int64_t kv, int64_t j0, int64_t rows, int64_t cols, const float* queries,
-                    float* scores) {
+void score_in_place(const AttentionBlocks& p, int64_t kv, int64_t j0, int64_t rows, int64_t cols,
+                    const GatheredQueries& queries, float* scores) {
   const kernels::KernelSet& k = kernels::active_kernels();
   const int64_t at = p.key.layout.row_offset(kv, j0);
   const size_t ld = static_cast<size_t>(p.key.layout.row_stride);
   if (p.key.f32)
-    k.gemm_nt(rows, cols, p.d, queries, p.d, p.key.f32 + at, ld, scores, kKeyTile);
+    k.gemm_nt(rows, cols, p.d, queries.f32, p.d, p.key.f32 + at, ld, scores, kKeyTile);
+  else if (p.key.f16)
+    k.gemm_nt_f16(rows, cols, p.d, queries.f32, p.d, p.key.f16 + at, ld, scores, kKeyTile);
   else
-    k.gemm_nt_f16(rows, cols, p.d, queries, p.d, p.key.f16 + at, ld, scores, kKeyTile);
+    k.gemm_nt_q8(rows, cols, p.d, queries.q8, queries.q8_scales, p.d, p.key.q8 + at,
+                 p.key.q8_scales + p.key.scale_layout.row_offset(kv, j0), ld, scores, kKeyTile);
 }
 
 // out [rows, dv] += weights [rows, cols] (row stride kKeyTile) · values [j0, j0 + cols) of block kv.
@@ -310,8 +322,11 @@ void add_values_in_place(const AttentionBlocks& p, int64_t kv, int64_t j0, int64
   const size_t ld = static_cast<size_t>(p.value.layout.row_stride);
   if (p.value.f32)
     k.gemm_nn_add(rows, p.dv, cols, weights, kKeyTile, p.value.f32 + at, ld, out, p.dv);
-  else
+  else if (p.value.f16)
     k.gemm_nn_add_f16(rows, p.dv, cols, weights, kKeyTile, p.value.f16 + at, ld, out, p.dv);
+  else
+    k.gemm_nn_add_q8(rows, p.dv, cols, weights, kKeyTile, p.value.q8 + at,
+                     p.value.q8_scales + p.value.scale_layout.row_offset(kv, j0), ld, out, p.dv);
 }
 
 // The in-place path. Its rows for key/value block kv are the queries of the kv_group blocks that
@@ -326,12 +341,16 @@ Status attend_in_place(const AttentionBlocks& p, float* output) {
   const int64_t splits =
       std::max<int64_t>(1, std::min((2 * threads + kv_blocks - 1) / std::max<int64_t>(kv_blocks, 1), keys / kMinKeysPerSplit));
   const int64_t split_keys = (keys + splits - 1) / splits, items = kv_blocks * splits;
-  const int64_t per_thread = rows * p.d + rows * kKeyTile + kKeyTile;
+  const int64_t scale_count = static_cast<int64_t>(kernels::q8_blocks(p.d));
+  const int64_t per_thread = rows * p.d + rows * kKeyTile + kKeyTile + (p.key.q8 ? rows * scale_count : 0);
+  const int64_t q8_per_thread = p.key.q8 ? rows * p.d : 0;
   Buffer<RunningSoftmax> partials;
   FloatBuffer partial_outputs, scratch;
+  Buffer<int8_t> q8_scratch;
   Status s = first_failure({partials.allocate(items * rows, "partial softmaxes"),
                             partial_outputs.allocate(items * rows * p.dv, "partial outputs"),
-                            scratch.allocate(per_thread * threads, "attention scratch")});
+                            scratch.allocate(per_thread * threads, "attention scratch"),
+                            q8_scratch.allocate(q8_per_thread * threads, "quantised queries")});
   if (!s.ok()) return s;
   parallel_for(items, [&](int64_t item, int worker) {
     const int64_t kv = item / splits;
@@ -343,14 +362,18 @@ Status attend_in_place(const AttentionBlocks& p, float* output) {
     float* queries = scratch.data() + worker * per_thread;
     float* scores = queries + rows * p.d;
     float* bias = scores + rows * kKeyTile;
+    float* query_scales = bias + kKeyTile;
+    int8_t* quantised = q8_scratch.data() + worker * q8_per_thread;
     for (int64_t r = 0; r < rows; ++r) {
       const float* q = p.query + p.query_layout.offset(kv * p.kv_group + r / p.n) + r % p.n * p.query_layout.row_stride;
       std::copy(q, q + p.d, queries + r * p.d);
+      if (p.key.q8) kernels::quantize_q8(q, p.d, quantised + r * p.d, query_scales + r * scale_count);
     }
+    const GatheredQueries gathered{queries, quantised, query_scales};
     for (int64_t j0 = begin; j0 < end;) {
       // A chunk never crosses the ring's end, so its keys and values each lie in one run.
       const int64_t cols = std::min({kKeyTile, p.key.layout.run(j0, end), p.value.layout.run(j0, end)});
-      score_in_place(p, kv, j0, rows, cols, queries, scores);
+      score_in_place(p, kv, j0, rows, cols, gathered, scores);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t b = kv * p.kv_group + r / p.n, i = r % p.n;
         float* row = scores + r * kKeyTile;
@@ -385,7 +408,7 @@ Status attend_in_place(const AttentionBlocks& p, float* output) {
 }
 
 // Rows [j0, j0 + count) of block b of an operand as floats one *stride apart: in place when they
-// are floats in one run, otherwise widened (exactly) into scratch [count, width].
+// are floats in one run, otherwise widened (exactly; q8 as q · d) into scratch [count, width].
 const float* rows_as_floats(const RowOperand& o, int64_t b, int64_t j0, int64_t count, int64_t width, float* scratch,
                             int64_t* stride) {
   if (o.f32 && o.layout.run(j0, j0 + count) == count) {
@@ -396,8 +419,10 @@ const float* rows_as_floats(const RowOperand& o, int64_t b, int64_t j0, int64_t 
     const int64_t at = o.layout.row_offset(b, j0 + r);
     if (o.f32)
       std::copy_n(o.f32 + at, width, scratch + r * width);
-    else
+    else if (o.f16)
       std::transform(o.f16 + at, o.f16 + at + width, scratch + r * width, from_half);
+    else
+      kernels::dequantize_q8(o.q8 + at, o.q8_scales + o.scale_layout.row_offset(b, j0 + r), width, scratch + r * width);
   }
   *stride = width;
   return scratch;
@@ -425,7 +450,7 @@ void PackedOperands::pack_value_tile(const AttentionBlocks& p, int64_t b, int64_
 }
 
 Status PackedOperands::pack(const AttentionBlocks& p) {
-  const auto widened = [](const RowOperand& o) { return o.f16 || o.layout.ring_capacity; };
+  const auto widened = [](const RowOperand& o) { return !o.f32 || o.layout.ring_capacity; };
   const int64_t width = std::max(p.d, p.dv);
   FloatBuffer scratch;
   if (widened(p.key) || widened(p.value)) {

@@ -40,16 +40,20 @@ struct BlockLayout {
   }
 };
 
-// Keys or values where they lie: floats, or binary16 bits (f16) when `f32` is null, placed by
-// `layout`. The in-place kernels widen binary16 in registers, which reads Inf and NaN as wrong
-// finite numbers: rows that may hold them (`finite` false) are widened exactly instead.
+// Keys or values where they lie, placed by `layout`: floats, binary16 bits (f16) or q8 bytes
+// (kernels/q8.h; their binary16 scales placed by `scale_layout`), whichever is non-null. The
+// in-place kernels widen binary16 in registers, which reads Inf and NaN as wrong finite numbers:
+// rows that may hold them (`finite` false) are widened exactly instead. q8 rows are always finite.
 struct RowOperand {
   const float* f32 = nullptr;
   const uint16_t* f16 = nullptr;
   BlockLayout layout;
   bool finite = true;
+  const int8_t* q8 = nullptr;
+  const uint16_t* q8_scales = nullptr;
+  BlockLayout scale_layout = {};
 
-  bool present() const { return f32 || f16; }
+  bool present() const { return f32 || f16 || q8; }
 };
 
 // Unscaled scores of queries [i0, i0 + rows) against keys [j0, j0 + cols) of block b, written to
@@ -100,7 +104,7 @@ class PackedOperands {
 
   // Room for the blocks of `p` (its batch, n, m, d, dv and score).
   Status allocate(const AttentionBlocks& p);
-  // Every block, from p.key and p.value where they lie (binary16 and ring rows widened first).
+  // Every block, from p.key and p.value where they lie (binary16, q8 and ring rows widened first).
   Status pack(const AttentionBlocks& p);
   // Keys [j0, j0 + min(kKeyTile, m - j0)) of block b, j0 a multiple of kKeyTile, key j (d floats)
   // at keys + (j - j0) * stride. Nothing to do when p.score replaces Q·Kᵀ.
@@ -125,9 +129,9 @@ class PackedOperands {
 // full before its output row is written. Three paths, one online softmax:
 // - weights asked: each query tile's scores go through the weight rows, materialised;
 // - few query rows per key/value block (a decode step: the kv_group heads of one key/value head, n
-//   small), Q·Kᵀ only, no dropout: keys and values are read where they lie (f32 or binary16, a
-//   ring's two runs), chunk by chunk, and long key ranges are split across threads, their partial
-//   softmaxes merged at the end (split-K);
+//   small), Q·Kᵀ only, no dropout: keys and values are read where they lie (f32, binary16 or q8,
+//   whose queries are then quantised too; a ring's two runs), chunk by chunk, and long key ranges
+//   are split across threads, their partial softmaxes merged at the end (split-K);
 // - otherwise streaming over packed key tiles, with scratch that does not depend on n or m.
 // Keys and values come from `packed` when given (blocks.key and blocks.value are then not read),
 // or are packed here when the path needs them packed.

@@ -6,6 +6,7 @@
 
 #include "attend.h"
 #include "attention.h"
+#include "kernels/q8.h"
 #include "mask.h"
 #include "module.h"
 
@@ -56,17 +57,18 @@ Status KVCache::reserve(int64_t capacity) {
   for (auto [rows, old] : {std::pair{&keys, &keys_}, {&values, &values_}}) {
     rows->width = old->width;
     const int64_t count = blocks * capacity * rows->width;
-    Status s = config_.dtype == CacheDtype::f16 ? rows->f16.allocate(count, "KV cache")
-                                                : rows->f32.allocate(count, "KV cache");
+    Status s;
+    switch (config_.dtype) {
+      case CacheDtype::f32: s = rows->f32.allocate(count, "KV cache"); break;
+      case CacheDtype::f16: s = rows->f16.allocate(count, "KV cache"); break;
+      case CacheDtype::q8:
+        s = first_failure({rows->q8.allocate(count, "KV cache"),
+                           rows->scales.allocate(blocks * capacity * rows->scale_width(), "KV cache scales")});
+        break;
+    }
     if (!s.ok()) return s;
     for (int64_t block = 0; block < blocks; ++block)
-      for (int64_t index = 0; index < length_; ++index) {
-        const int64_t from = row_offset(*old, block, index), to = (block * capacity + index) * rows->width;
-        if (config_.dtype == CacheDtype::f16)
-          std::copy_n(old->f16.data() + from, rows->width, rows->f16.data() + to);
-        else
-          std::copy_n(old->f32.data() + from, rows->width, rows->f32.data() + to);
-      }
+      for (int64_t index = 0; index < length_; ++index) copy_row(*old, row(block, index), *rows, block * capacity + index);
   }
   Buffer<uint8_t> mask;
   Status s = mask.allocate(config_.batch * capacity, "KV cache");
@@ -110,36 +112,64 @@ Status KVCache::check_append(const Shape& key, const Shape& value, const MaskVie
   return Status::success();
 }
 
+int64_t KVCache::Rows::scale_width() const { return static_cast<int64_t>(kernels::q8_blocks(width)); }
+
+void KVCache::copy_row(const Rows& source, int64_t from, Rows& target, int64_t to) const {
+  const int64_t width = source.width;
+  switch (config_.dtype) {
+    case CacheDtype::f32: std::copy_n(source.f32.data() + from * width, width, target.f32.data() + to * width); break;
+    case CacheDtype::f16: std::copy_n(source.f16.data() + from * width, width, target.f16.data() + to * width); break;
+    case CacheDtype::q8: {
+      const int64_t scales = source.scale_width();
+      std::copy_n(source.q8.data() + from * width, width, target.q8.data() + to * width);
+      std::copy_n(source.scales.data() + from * scales, scales, target.scales.data() + to * scales);
+      break;
+    }
+  }
+}
+
 void KVCache::write(Rows& rows, const float* source, int64_t t) {
-  const int64_t blocks = config_.batch * config_.heads;
+  const int64_t blocks = config_.batch * config_.heads, width = rows.width;
   for (int64_t block = 0; block < blocks; ++block)
     for (int64_t i = 0; i < t; ++i) {
-      const float* from = source + (block * t + i) * rows.width;
-      const int64_t to = row_offset(rows, block, length_ + i);
-      if (config_.dtype == CacheDtype::f32) {
-        std::copy_n(from, rows.width, rows.f32.data() + to);
-        continue;
-      }
-      Half* half = rows.f16.data() + to;
-      for (int64_t e = 0; e < rows.width; ++e) {
-        half[e] = to_half(from[e]);
-        non_finite_ |= (half[e] & 0x7c00u) == 0x7c00u;
+      const float* from = source + (block * t + i) * width;
+      const int64_t to = row(block, length_ + i);
+      switch (config_.dtype) {
+        case CacheDtype::f32: std::copy_n(from, width, rows.f32.data() + to * width); break;
+        case CacheDtype::f16: {
+          Half* half = rows.f16.data() + to * width;
+          for (int64_t e = 0; e < width; ++e) {
+            half[e] = to_half(from[e]);
+            non_finite_ |= (half[e] & 0x7c00u) == 0x7c00u;
+          }
+          break;
+        }
+        case CacheDtype::q8:
+          kernels::quantize_q8(from, width, rows.q8.data() + to * width, rows.scales.data() + to * rows.scale_width());
+          break;
       }
     }
 }
 
 // A finite value binary16 cannot hold (|x| ≥ 65520, which rounds past 65504) would be stored as
 // ±Inf, and every attend over it would give NaN: an f16 cache refuses it, naming where it is.
-// Infinities and NaN given are kept as they are (they propagate, as in PyTorch).
-Status KVCache::check_half_range(const TensorView& tensor, const char* argument) const {
+// Infinities and NaN given are kept as they are (they propagate, as in PyTorch). A q8 block
+// shares one binary16 scale, max |x| / 127: one Inf or NaN would take its 31 neighbours with it,
+// and |x| / 127 ≥ 65520 would make the scale Inf, so a q8 cache refuses those.
+Status KVCache::check_range(const TensorView& tensor, const char* argument) const {
+  if (config_.dtype == CacheDtype::f32) return Status::success();
+  const bool q8 = config_.dtype == CacheDtype::q8;
   const Shape& shape = tensor.shape;  // [batch, heads, t, width]
   for (int64_t i = 0, count = shape.numel(); i < count; ++i) {
     const float x = tensor.data[i];
-    if (!(std::fabs(x) >= 65520.0f) || std::isinf(x)) continue;
+    const bool refused = q8 ? !(std::fabs(x) / 127.0f < 65520.0f) : std::fabs(x) >= 65520.0f && !std::isinf(x);
+    if (!refused) continue;
     const int64_t row = i / shape[3], plane = row / shape[2];
     return Status::invalid(argument,
-                           "values within binary16's range, |x| < 65520 (this cache of dtype 'f16' would store the "
-                           "value as ±Infinity; a cache of dtype 'f32' holds it)",
+                           q8 ? "finite values, |x| < 8321040 (127 · 65520: this cache of dtype 'q8' stores each block "
+                                "of 32 with the scale max |x| / 127 as binary16; a cache of dtype 'f32' holds any value)"
+                              : "values within binary16's range, |x| < 65520 (this cache of dtype 'f16' would store the "
+                                "value as ±Infinity; a cache of dtype 'f32' holds it)",
                            number_string(x) + fill(" at batch %, head %, position %, dim %",
                                                    {plane / shape[1], plane % shape[1], position_ + row % shape[2], i % shape[3]}));
   }
@@ -149,8 +179,8 @@ Status KVCache::check_half_range(const TensorView& tensor, const char* argument)
 Status KVCache::append(const TensorView& key, const TensorView& value, const MaskView& mask) {
   Status s = first_failure({check_append(key.shape, value.shape, mask), check_data(key, "key"), check_data(value, "value"),
                             check_data(mask, "mask")});
-  if (s.ok() && config_.dtype == CacheDtype::f16) s = check_half_range(key, "key");
-  if (s.ok() && config_.dtype == CacheDtype::f16) s = check_half_range(value, "value");
+  if (s.ok()) s = check_range(key, "key");
+  if (s.ok()) s = check_range(value, "value");
   if (!s.ok()) return s;
   const int64_t t = key.shape[2], held = length_after_append(t);
   // The ring grows when t new positions and the W - 1 before them outgrow it; otherwise the oldest
@@ -218,12 +248,17 @@ void KVCache::copy_out(const Rows& rows, int64_t first, int64_t count, float* ou
   const int64_t blocks = config_.batch * config_.heads;
   for (int64_t block = 0; block < blocks; ++block)
     for (int64_t i = 0; i < count; ++i) {
-      const int64_t from = row_offset(rows, block, first + i);
-      float* to = out + (block * count + i) * rows.width;
-      if (config_.dtype == CacheDtype::f32)
-        std::copy_n(rows.f32.data() + from, rows.width, to);
-      else
-        std::transform(rows.f16.data() + from, rows.f16.data() + from + rows.width, to, from_half);
+      const int64_t from = row(block, first + i), width = rows.width;
+      float* to = out + (block * count + i) * width;
+      switch (config_.dtype) {
+        case CacheDtype::f32: std::copy_n(rows.f32.data() + from * width, width, to); break;
+        case CacheDtype::f16:
+          std::transform(rows.f16.data() + from * width, rows.f16.data() + (from + 1) * width, to, from_half);
+          break;
+        case CacheDtype::q8:
+          kernels::dequantize_q8(rows.q8.data() + from * width, rows.scales.data() + from * rows.scale_width(), width, to);
+          break;
+      }
     }
 }
 
@@ -276,10 +311,20 @@ Status KVCache::attend(const TensorView& query, const CacheAttendOptions& option
                             check_data(query, "query"), check_data(options.attn_mask, "attnMask")});
   if (!s.ok()) return s;
   // The engine reads the held keys and values where they lie: the SDPA call over them that this
-  // attend equals, with the storage as its operands.
+  // attend equals, with the storage as its operands. A q8 cache's queries are rounded through q8
+  // first, so that every path of the engine (the decode step's integer scores among them) attends
+  // with the same queries.
   const KVCacheConfig& c = config_;
+  FloatBuffer rounded;
+  if (c.dtype == CacheDtype::q8) {
+    s = rounded.allocate(query.shape.numel(), "q8 queries");
+    if (!s.ok()) return s;
+    for (int64_t at = 0; at < query.shape.numel(); at += c.head_dim)
+      kernels::round_q8(query.data + at, c.head_dim, rounded.data() + at);
+  }
+  const TensorView queries = c.dtype == CacheDtype::q8 ? TensorView{rounded.data(), query.shape} : query;
   SdpaPlan plan;
-  s = plan.prepare(query, {c.batch, c.heads, length_, c.head_dim}, {c.batch, c.heads, length_, c.value_dim},
+  s = plan.prepare(queries, {c.batch, c.heads, length_, c.head_dim}, {c.batch, c.heads, length_, c.value_dim},
                    as_sdpa(options));
   if (!s.ok()) return s;
   plan.blocks.key = operand(keys_);
@@ -299,10 +344,15 @@ Status KVCache::attend(const TensorView& query, const CacheAttendOptions& option
 
 RowOperand KVCache::operand(const Rows& rows) const {
   RowOperand o;
-  if (config_.dtype == CacheDtype::f16)
-    o.f16 = rows.f16.data();
-  else
-    o.f32 = rows.f32.data();
+  switch (config_.dtype) {
+    case CacheDtype::f32: o.f32 = rows.f32.data(); break;
+    case CacheDtype::f16: o.f16 = rows.f16.data(); break;
+    case CacheDtype::q8:
+      o.q8 = rows.q8.data();
+      o.q8_scales = rows.scales.data();
+      o.scale_layout = {1, capacity_ * rows.scale_width(), 0, rows.scale_width(), capacity_, start_};
+      break;
+  }
   o.layout = {1, capacity_ * rows.width, 0, rows.width, capacity_, start_};
   o.finite = !non_finite_;
   return o;

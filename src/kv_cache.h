@@ -15,7 +15,10 @@
 
 namespace attn {
 
-enum class CacheDtype { f32, f16 };
+// How a cache holds its keys and values: floats, binary16, or q8 (kernels/q8.h: llama.cpp's q8_0,
+// blocks of 32 along each row with one binary16 scale, the last block shorter when 32 does not
+// divide the row; the decode step quantises its queries so and scores in integers).
+enum class CacheDtype { f32, f16, q8 };
 
 struct KVCacheConfig {
   int64_t batch = 1, heads = 0, head_dim = 0;
@@ -54,18 +57,19 @@ class KVCache {
   // key [batch, heads, t, head_dim], value [batch, heads, t, value_dim], and optionally Hugging
   // Face's attention_mask of the new positions, mask [batch, t] (boolean, 1 = a token, 0 =
   // padding; absent: all tokens), which the cache keeps: attend() hides padded keys. Refused
-  // (nothing changes) past max_length without a window, and in an f16 cache for a finite value
-  // past binary16's range.
+  // (nothing changes) past max_length without a window, in an f16 cache for a finite value past
+  // binary16's range, and in a q8 cache for a value its scale cannot hold (Inf, NaN, |x| ≥ 127 ·
+  // 65520).
   Status check_append(const Shape& key, const Shape& value, const MaskView& mask = {}) const;
   Status append(const TensorView& key, const TensorView& value, const MaskView& mask = {});
 
   // query [batch, Hq, n, head_dim], Hq a multiple of heads (grouped heads), n <= length(): the
-  // latest n positions. Writes output [batch, Hq, n, value_dim] and, when non-null, weights
+  // latest n positions; a q8 cache rounds it through q8 (kernels::round_q8) first. Writes output [batch, Hq, n, value_dim] and, when non-null, weights
   // [batch, Hq, n, length()] (columns oldest first).
   Status check_attend(const Shape& query, const CacheAttendOptions& options, Shape* output, Shape* weights) const;
   Status attend(const TensorView& query, const CacheAttendOptions& options, float* output, float* weights) const;
   // The scaled_dot_product_attention call over the held keys and values ([batch, heads, length,
-  // d], oldest first) that an attend with `options` equals.
+  // d], oldest first) that an attend with `options` equals (given a q8 cache's rounded query).
   SdpaOptions as_sdpa(const CacheAttendOptions& options) const;
 
   // Drops the latest positions, keeping `length` (rollback). A ring (a window W) that has dropped
@@ -84,22 +88,29 @@ class KVCache {
   int64_t tokens(int64_t b) const { return tokens_.data()[b]; }
 
  private:
-  // Keys or values: [batch · heads][capacity][width] elements of the cache's dtype.
+  // Keys or values: [batch · heads][capacity][width] elements of the cache's dtype (q8: bytes,
+  // and [batch · heads][capacity][q8_blocks(width)] scales).
   struct Rows {
     int64_t width = 0;
     FloatBuffer f32;
     Buffer<Half> f16;
+    Buffer<int8_t> q8;
+    Buffer<Half> scales;
+
+    int64_t scale_width() const;
   };
 
   explicit KVCache(const KVCacheConfig& config) : config_(config) {}
   Status reserve(int64_t capacity);
   int64_t slot(int64_t index) const { return (start_ + index) % capacity_; }
-  int64_t row_offset(const Rows& rows, int64_t block, int64_t index) const {
-    return (block * capacity_ + slot(index)) * rows.width;
-  }
+  // Held position `index` of block b as a row of the buffers ([batch · heads][capacity]).
+  int64_t row(int64_t block, int64_t index) const { return block * capacity_ + slot(index); }
+  // Row `from` of `source` to row `to` of `target` (rows as row() numbers them), in the cache's dtype.
+  void copy_row(const Rows& source, int64_t from, Rows& target, int64_t to) const;
   void write(Rows& rows, const float* source, int64_t t);
-  // f16 caches: refuses a finite value that binary16 would store as ±Inf.
-  Status check_half_range(const TensorView& tensor, const char* argument) const;
+  // f16 caches: refuses a finite value that binary16 would store as ±Inf; q8 caches: a value whose
+  // block scale it could not store.
+  Status check_range(const TensorView& tensor, const char* argument) const;
   // Held positions [first, first + count) of every block, widened, as [blocks, count, width].
   void copy_out(const Rows& rows, int64_t first, int64_t count, float* out) const;
   // The rows as the attention engine's operand, read in place.

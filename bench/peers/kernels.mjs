@@ -41,11 +41,12 @@ export async function loadKernels(name = 'bench-kernels') {
       return m.gemmLoopGflops(rounds, calls);
     },
     /**
-     * A decode kernel ('gemm_nt', 'gemm_nt_f16', 'gemm_nn_add', 'gemm_nn_add_f16') on one chunk
-     * in L1 (M query heads, N, K as kernels.h names them), after a warm-up that tiers it up.
+     * A decode kernel ('gemm_nt', 'gemm_nt_f16', 'gemm_nn_add', 'gemm_nn_add_f16', 'gemm_nt_q8',
+     * 'gemm_nn_add_q8') on one chunk in L1 (M query heads, N, K as kernels.h names them), after a
+     * warm-up that tiers it up.
      */
     decodeKernelGflops(kernel, M, N, K, calls = 2000, repeats = 7) {
-      const kind = ['gemm_nt', 'gemm_nt_f16', 'gemm_nn_add', 'gemm_nn_add_f16'].indexOf(kernel);
+      const kind = ['gemm_nt', 'gemm_nt_f16', 'gemm_nn_add', 'gemm_nn_add_f16', 'gemm_nt_q8', 'gemm_nn_add_q8'].indexOf(kernel);
       m.decodeKernelGflops(kind, M, N, K, calls, 3);
       return m.decodeKernelGflops(kind, M, N, K, calls, repeats);
     },

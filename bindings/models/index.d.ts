@@ -1,6 +1,6 @@
 // attention-wasm/models: a Hugging Face checkpoint folder of any size as a model in Node or a page,
 // with Hugging Face's `attentions`, `hidden_states` and `logits` exactly.
-import type { Attention, ResultTensor, Tensor } from './index.mjs';
+import type { Attention, KVCacheDtype, ResultTensor, Tensor } from './index.mjs';
 
 /** The `model_type`s `openModel` runs (config.json's, or its `text_config`'s). */
 export declare const MODEL_TYPES: readonly [
@@ -99,8 +99,8 @@ export interface GenerateOptions {
   eosTokenId?: number | readonly number[];
   onToken?: (id: number) => void;
   signal?: AbortSignal;
-  /** The per-layer KV cache's dtype. Default 'f32'. */
-  cacheDtype?: 'f32' | 'f16';
+  /** The per-layer KV cache's dtype (`KVCacheOptions.dtype`). Default 'f32'. */
+  cacheDtype?: KVCacheDtype;
 }
 
 /** `model.project`'s result. */

@@ -333,7 +333,7 @@ export class Model {
     const eos = new Set([opts.eosTokenId ?? this.family.config.eos_token_id ?? []].flat());
     for (const id of eos) checkNumber(id, 'eosTokenId', { min: 0, max: this.vocabSize - 1, integer: true });
     const onToken = checkCallback(opts.onToken, 'onToken');
-    const cacheDtype = checkChoice(opts.cacheDtype, 'cacheDtype', ['f32', 'f16'], 'f32');
+    const cacheDtype = checkChoice(opts.cacheDtype, 'cacheDtype', ['f32', 'f16', 'q8'], 'f32');
     const prompt = rows[0];
     const maxLength = prompt.length + maxNewTokens;
     if (maxLength > this.maxPositions)

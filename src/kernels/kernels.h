@@ -62,6 +62,16 @@ struct KernelSet {
   void (*gemm_nn_add_f16)(size_t M, size_t N, size_t K, const float* A, size_t lda, const uint16_t* B, size_t ldb,
                           float* C, size_t ldc);
 
+  // The same products over a q8 cache's rows (q8.h: blocks of 32 along each row, one binary16
+  // scale a block). gemm_nt_q8 scores queries A quantised as q8 (float scales) against keys B,
+  // each block's dot product in integers times the two scales; gemm_nn_add_q8 is gemm_nn_add with
+  // B's rows q8. Scale rows lie q8_blocks(K) apart (A and B of gemm_nt_q8) or q8_blocks(N) (B of
+  // gemm_nn_add_q8), whatever lda and ldb are.
+  void (*gemm_nt_q8)(size_t M, size_t N, size_t K, const int8_t* A, const float* a_scales, size_t lda,
+                     const int8_t* B, const uint16_t* b_scales, size_t ldb, float* C, size_t ldc);
+  void (*gemm_nn_add_q8)(size_t M, size_t N, size_t K, const float* A, size_t lda, const int8_t* B,
+                         const uint16_t* b_scales, size_t ldb, float* C, size_t ldc);
+
   // out[i] = the float of binary16 h[i], exact for finite values (Inf and NaN, as above, are not):
   // f16 Linear weights widened a panel chunk at a time for gemm_packed.
   void (*widen_f16)(const uint16_t* h, float* out, size_t n);

@@ -2,11 +2,13 @@
 // no-SIMD wasm build and of the native build.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "../half.h"
 #include "kernels.h"
 #include "packing.h"
+#include "q8.h"
 
 namespace attn::kernels {
 namespace {
@@ -105,6 +107,35 @@ void gemm_nn_add_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda
     }
 }
 
+// Each block's dot product is exact in int32 (at most 32 · 127 · 127); blocks add up in float.
+void gemm_nt_q8_scalar(size_t M, size_t N, size_t K, const int8_t* A, const float* a_scales, size_t lda,
+                       const int8_t* B, const uint16_t* b_scales, size_t ldb, float* C, size_t ldc) {
+  const size_t blocks = q8_blocks(K);
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (size_t b = 0; b < blocks; ++b) {
+        int32_t dot = 0;
+        for (size_t k = b * kQ8Block; k < std::min(K, (b + 1) * kQ8Block); ++k)
+          dot += int32_t{A[i * lda + k]} * int32_t{B[j * ldb + k]};
+        sum += static_cast<float>(dot) * (a_scales[i * blocks + b] * from_half(b_scales[j * blocks + b]));
+      }
+      C[i * ldc + j] = sum;
+    }
+}
+
+void gemm_nn_add_q8_scalar(size_t M, size_t N, size_t K, const float* A, size_t lda, const int8_t* B,
+                           const uint16_t* b_scales, size_t ldb, float* C, size_t ldc) {
+  const size_t blocks = q8_blocks(N);
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (size_t k = 0; k < K; ++k)
+        sum += A[i * lda + k] * (static_cast<float>(B[k * ldb + j]) * from_half(b_scales[k * blocks + j / kQ8Block]));
+      C[i * ldc + j] += sum;
+    }
+}
+
 void widen_f16_scalar(const uint16_t* h, float* out, size_t n) { std::transform(h, h + n, out, from_half); }
 void widen_bf16_scalar(const uint16_t* b, float* out, size_t n) { std::transform(b, b + n, out, from_bfloat16); }
 
@@ -137,6 +168,8 @@ const KernelSet kScalarKernels = {
     gemm_nt_scalar<uint16_t>,
     gemm_nn_add_scalar<float>,
     gemm_nn_add_scalar<uint16_t>,
+    gemm_nt_q8_scalar,
+    gemm_nn_add_q8_scalar,
     widen_f16_scalar,
     widen_bf16_scalar,
     rope_scalar,

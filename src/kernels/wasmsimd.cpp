@@ -19,6 +19,7 @@
 #include "../half.h"
 #include "kernels.h"
 #include "packing.h"
+#include "q8.h"
 #if defined(ATTENTION_RELAXED_SIMD)
 #include "relaxed_madd.h"
 #endif
@@ -221,6 +222,113 @@ void gemm_nn_add_4x8__wasmsimd(size_t M, size_t N, size_t K, const float* A, siz
     case 1: gemm_nn_add_rows<1>(N, K, A + i * lda, lda, B, ldb, C + i * ldc, ldc); break;
     default: break;
   }
+}
+
+// The float of a finite binary16 scale: widened in the scaled domain (load1) and scaled back,
+// exact and without the branches of from_half.
+inline float q8_scale(const uint16_t* h) { return load1(h) * kScaledHalf; }
+
+// One MR x 1 block of q8 scores: for each block of 32, eight bytes at a time sign-extended to
+// 16 bits as they load (v128.load8x8_s), multiplied and summed in pairs into 32 bits
+// (i32x4.dot_i16x8_s: exact, |sum| ≤ 32 · 127²), then the block's four partial sums times the two
+// scales join a float accumulator. Relaxed SIMD's i32x4.dot_i8x16_i7x16_add would take 16 bytes
+// at once, but only with one operand in [0, 127] and only with the standard opcodes, which the
+// clang of Emscripten 3.1.6 lacks (CONTRIBUTING.md, toolchain pitfalls).
+template <int MR>
+void gemm_nt_q8_tile(size_t K, const int8_t* A, const float* a_scales, size_t lda, const int8_t* B,
+                     const uint16_t* b_scales, float* C, size_t ldc) {
+  const size_t blocks = q8_blocks(K), whole = K / kQ8Block;
+  v128_t acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = wasm_f32x4_splat(0.0f);
+  for (size_t b = 0; b < whole; ++b) {
+    const int8_t* key = B + b * kQ8Block;
+    const v128_t k0 = wasm_i16x8_load8x8(key), k1 = wasm_i16x8_load8x8(key + 8);
+    const v128_t k2 = wasm_i16x8_load8x8(key + 16), k3 = wasm_i16x8_load8x8(key + 24);
+    const float d = q8_scale(b_scales + b);
+    for (int r = 0; r < MR; ++r) {
+      const int8_t* q = A + r * lda + b * kQ8Block;
+      const v128_t dot = wasm_i32x4_add(
+          wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q), k0), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 8), k1)),
+          wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 16), k2),
+                         wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 24), k3)));
+      acc[r] = madd(acc[r], wasm_f32x4_convert_i32x4(dot), wasm_f32x4_splat(a_scales[r * blocks + b] * d));
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    float sum = horizontal_add(acc[r]);
+    if (whole < blocks) {  // the row's last, shorter block
+      int32_t dot = 0;
+      for (size_t k = whole * kQ8Block; k < K; ++k) dot += int32_t{A[r * lda + k]} * int32_t{B[k]};
+      sum += static_cast<float>(dot) * (a_scales[r * blocks + whole] * q8_scale(b_scales + whole));
+    }
+    C[r * ldc] = sum;
+  }
+}
+
+// 4 x 1 tiles: each key block is loaded once for a group's four query heads (a 4 x 2 tile would
+// keep 8 widened key vectors and 8 accumulators live beside a query's 4, past x86-64's 16).
+void gemm_nt_q8_4x1__wasmsimd_dot(size_t M, size_t N, size_t K, const int8_t* A, const float* a_scales, size_t lda,
+                                  const int8_t* B, const uint16_t* b_scales, size_t ldb, float* C, size_t ldc) {
+  const size_t blocks = q8_blocks(K);
+  for (size_t j = 0; j < N; ++j) {
+    const int8_t* key = B + j * ldb;
+    const uint16_t* scales = b_scales + j * blocks;
+    size_t i = 0;
+    for (; i + 4 <= M; i += 4)
+      gemm_nt_q8_tile<4>(K, A + i * lda, a_scales + i * blocks, lda, key, scales, C + i * ldc + j, ldc);
+    for (; i < M; ++i) gemm_nt_q8_tile<1>(K, A + i * lda, a_scales + i * blocks, lda, key, scales, C + i * ldc + j, ldc);
+  }
+}
+
+// C[MR, 8 columns] += A[MR, K] · B[K, those columns], B's rows q8 and the columns inside one
+// block: each row's eight bytes sign-extended to floats and times its block's scale (exact), then
+// as gemm_nn_add_tile.
+template <int MR>
+void gemm_nn_add_q8_tile(size_t K, const float* A, size_t lda, const int8_t* B, const uint16_t* scales, size_t ldb,
+                         size_t lds, float* C, size_t ldc) {
+  v128_t acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = wasm_f32x4_splat(0.0f);
+  for (size_t k = 0; k < K; ++k) {
+    const v128_t d = wasm_f32x4_splat(q8_scale(scales + k * lds));
+    const v128_t bytes = wasm_i16x8_load8x8(B + k * ldb);
+    const v128_t lo = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(bytes)), d);
+    const v128_t hi = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(bytes)), d);
+    for (int r = 0; r < MR; ++r) {
+      const v128_t a = wasm_v128_load32_splat(A + r * lda + k);
+      acc[r][0] = madd(acc[r][0], a, lo);
+      acc[r][1] = madd(acc[r][1], a, hi);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < 2; ++v) {
+      float* c = C + r * ldc + 4 * v;
+      wasm_v128_store(c, wasm_f32x4_add(wasm_v128_load(c), acc[r][v]));
+    }
+}
+
+template <int MR>
+void gemm_nn_add_q8_rows(size_t N, size_t K, const float* A, size_t lda, const int8_t* B, const uint16_t* b_scales,
+                         size_t ldb, float* C, size_t ldc) {
+  const size_t lds = q8_blocks(N);
+  size_t j = 0;
+  // 8-column tiles from column 0 never cross a block of 32.
+  for (; j + 8 <= N; j += 8) gemm_nn_add_q8_tile<MR>(K, A, lda, B + j, b_scales + j / kQ8Block, ldb, lds, C + j, ldc);
+  for (; j < N; ++j)  // the last 1..7 columns (value dims are multiples of 8 in practice)
+    for (int r = 0; r < MR; ++r) {
+      float sum = 0.0f;
+      for (size_t k = 0; k < K; ++k)
+        sum += A[r * lda + k] * (static_cast<float>(B[k * ldb + j]) * q8_scale(b_scales + k * lds + j / kQ8Block));
+      C[r * ldc + j] += sum;
+    }
+}
+
+// 4 x 8 tiles, the rows past a multiple of 4 one at a time: two tile shapes instead of the f32
+// kernel's eight keep the page's code small (a group of 4 or 8 query heads takes 4-row tiles only).
+void gemm_nn_add_q8_4x8__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const int8_t* B,
+                                  const uint16_t* b_scales, size_t ldb, float* C, size_t ldc) {
+  size_t i = 0;
+  for (; i + 4 <= M; i += 4) gemm_nn_add_q8_rows<4>(N, K, A + i * lda, lda, B, b_scales, ldb, C + i * ldc, ldc);
+  for (; i < M; ++i) gemm_nn_add_q8_rows<1>(N, K, A + i * lda, lda, B, b_scales, ldb, C + i * ldc, ldc);
 }
 
 // One MR x 8 block of C = A · B + bias from one packed panel: each A element is splat and
@@ -524,6 +632,8 @@ const KernelSet kWasmSimdKernels = {
     gemm_nt__wasmsimd<4, 2, uint16_t>,
     gemm_nn_add_4x8__wasmsimd<float>,
     gemm_nn_add_4x8__wasmsimd<uint16_t>,
+    gemm_nt_q8_4x1__wasmsimd_dot,
+    gemm_nn_add_q8_4x8__wasmsimd,
     widen_f16__wasmsimd,
     widen_bf16__wasmsimd,
     rope__wasmsimd,

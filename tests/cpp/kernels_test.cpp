@@ -8,11 +8,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "half.h"
 #include "kernels/kernels.h"
 #include "kernels/packing.h"
+#include "kernels/q8.h"
 
 namespace {
 
@@ -474,4 +476,135 @@ TEST_CASE("rope turns every pair of every row, rotate-half and interleaved, as i
         set->rope(longer.data(), 1, stride, cos.data(), sin.data(), half, interleaved);
         REQUIRE(std::equal(longer.begin() + stride, longer.end(), kept.begin() + stride));
       }
+}
+
+namespace {
+
+// `rows` rows of `width` random floats quantised as q8: bytes `ld` apart, scales q8_blocks(width)
+// apart, binary16 (a cache's keys or values) or float (Scale = float: a step's queries).
+template <class Scale>
+struct Q8Rows {
+  std::vector<int8_t> q;
+  std::vector<Scale> scales;
+
+  Q8Rows(size_t rows, size_t width, size_t ld, uint32_t seed) : q(rows * ld, 99), scales(rows * attn::kernels::q8_blocks(width)) {
+    const std::vector<float> x = random_floats(rows * width, seed, -3, 3);
+    for (size_t r = 0; r < rows; ++r)
+      attn::kernels::quantize_q8(x.data() + r * width, width, q.data() + r * ld, scales.data() + r * attn::kernels::q8_blocks(width));
+  }
+  double scale(size_t row, size_t block, size_t width) const {
+    const Scale s = scales[row * attn::kernels::q8_blocks(width) + block];
+    if constexpr (std::is_same_v<Scale, float>)
+      return s;
+    else
+      return attn::from_half(s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("quantize_q8 is llama.cpp's q8_0: d = max|x| / 127, q = round(x / d), per block of 32", "[kernels][q8]") {
+  using attn::kernels::kQ8Block;
+  for (size_t n : kSizes) {
+    INFO("n=" << n);
+    const std::vector<float> x = random_floats(n, 60, -5, 5);
+    std::vector<int8_t> q(n + 1, 99);
+    std::vector<float> scales(attn::kernels::q8_blocks(n));
+    attn::kernels::quantize_q8(x.data(), n, q.data(), scales.data());
+    REQUIRE(q[n] == 99);
+    for (size_t b = 0; b < scales.size(); ++b) {
+      const size_t begin = b * kQ8Block, end = std::min(n, begin + kQ8Block);  // the last block shorter
+      float amax = 0;
+      for (size_t i = begin; i < end; ++i) amax = std::max(amax, std::fabs(x[i]));
+      REQUIRE(scales[b] == amax / 127.0f);
+      for (size_t i = begin; i < end; ++i) {
+        REQUIRE(q[i] == static_cast<int8_t>(std::round(x[i] / scales[b])));
+        REQUIRE(std::fabs(q[i] * double(scales[b]) - x[i]) <= 0.5 * scales[b] * (1 + 1e-6));
+      }
+    }
+    // Binary16 scales (a cache's): the same bytes, the scale rounded.
+    std::vector<int8_t> q16(n);
+    std::vector<uint16_t> halves(scales.size());
+    attn::kernels::quantize_q8(x.data(), n, q16.data(), halves.data());
+    REQUIRE(std::equal(q16.begin(), q16.end(), q.begin()));
+    std::vector<float> back(n);
+    attn::kernels::dequantize_q8(q16.data(), halves.data(), n, back.data());
+    for (size_t i = 0; i < n; ++i) REQUIRE(back[i] == float(q16[i]) * attn::from_half(halves[i / kQ8Block]));
+  }
+  int8_t q[3];
+  const float zeros[3] = {0.0f, -0.0f, 0.0f};
+  REQUIRE(attn::kernels::quantize_q8_block(zeros, 3, q) == 0.0f);
+  REQUIRE((q[0] == 0 && q[1] == 0 && q[2] == 0));
+  // Halves away from zero, as roundf: 0.5 · d → 1.
+  const float halves[2] = {127.0f, 0.5f};
+  attn::kernels::quantize_q8_block(halves, 2, q);
+  REQUIRE((q[0] == 127 && q[1] == 1));
+  // Inf or NaN (a query's: caches refuse them): d NaN, q 0, so that the block's scores are NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float bad[3] = {1.0f, inf, std::nanf("")};
+  for (size_t at : {1, 2}) {
+    const float block[2] = {bad[0], bad[at]};
+    REQUIRE(std::isnan(attn::kernels::quantize_q8_block(block, 2, q)));
+    REQUIRE((q[0] == 0 && q[1] == 0));
+  }
+  // A subnormal d is rounded coarsely (190 · 2^-149 / 127 → 2^-149): q clamped to ±127, not wrapped.
+  const float tiny[2] = {std::ldexp(190.0f, -149), -std::ldexp(190.0f, -149)};
+  attn::kernels::quantize_q8_block(tiny, 2, q);
+  REQUIRE((q[0] == 127 && q[1] == -127));
+}
+
+TEST_CASE("the q8 decode products match a float64 reference over the same blocks", "[kernels][q8]") {
+  using attn::kernels::q8_blocks;
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (auto [M, N, K] : gemm_shapes()) {
+      INFO(set->name << " M=" << M << " N=" << N << " K=" << K);
+      // Scores: queries [M, K] (float scales) against keys [N, K] (binary16 scales), padded strides.
+      const size_t lda = K + 3, ldb = K + 1, ldc = N + 2;
+      const Q8Rows<float> A(M, K, lda, 61);
+      const Q8Rows<uint16_t> B(N, K, ldb, 62);
+      std::vector<float> C(M * ldc, 7.0f);
+      set->gemm_nt_q8(M, N, K, A.q.data(), A.scales.data(), lda, B.q.data(), B.scales.data(), ldb, C.data(), ldc);
+      for (size_t i = 0; i < M; ++i) {
+        for (size_t j = 0; j < N; ++j) {
+          double want = 0, magnitude = 0;
+          for (size_t k = 0; k < K; ++k) {
+            const double term = double(A.q[i * lda + k]) * B.q[j * ldb + k] * A.scale(i, k / 32, K) * B.scale(j, k / 32, K);
+            want += term;
+            magnitude += std::fabs(term);
+          }
+          REQUIRE(std::fabs(C[i * ldc + j] - want) <= 1e-6 * magnitude + 1e-30);
+        }
+        for (size_t j = N; j < ldc; ++j) REQUIRE(C[i * ldc + j] == 7.0f);
+      }
+      // Weights [M, K] times values [K, N] (row stride N + 5), added to C.
+      const size_t ldv = N + 5;
+      const std::vector<float> W = random_floats(M * lda, 63);
+      const Q8Rows<uint16_t> V(K, N, ldv, 64);
+      std::vector<float> D = random_floats(M * ldc, 65);
+      const std::vector<float> before = D;
+      set->gemm_nn_add_q8(M, N, K, W.data(), lda, V.q.data(), V.scales.data(), ldv, D.data(), ldc);
+      for (size_t i = 0; i < M; ++i) {
+        for (size_t j = 0; j < N; ++j) {
+          double want = before[i * ldc + j];
+          for (size_t k = 0; k < K; ++k) want += double(W[i * lda + k]) * V.q[k * ldv + j] * V.scale(k, j / 32, N);
+          REQUIRE(std::fabs(D[i * ldc + j] - want) <= 3e-6 * (K + 1));
+        }
+        for (size_t j = N; j < ldc; ++j) REQUIRE(D[i * ldc + j] == before[i * ldc + j]);
+      }
+    }
+}
+
+TEST_CASE("round_q8 gives q · d, which quantises again to the same bytes", "[kernels][q8]") {
+  for (size_t n : kSizes) {
+    INFO("n=" << n);
+    const std::vector<float> x = random_floats(n, 66, -7, 7);
+    std::vector<int8_t> q(n), again(n);
+    std::vector<float> scales(attn::kernels::q8_blocks(n)), scales_again(scales.size()), rounded(n);
+    attn::kernels::quantize_q8(x.data(), n, q.data(), scales.data());
+    attn::kernels::round_q8(x.data(), n, rounded.data());
+    for (size_t i = 0; i < n; ++i) REQUIRE(rounded[i] == float(q[i]) * scales[i / 32]);
+    attn::kernels::quantize_q8(rounded.data(), n, again.data(), scales_again.data());
+    REQUIRE(again == q);
+    for (size_t b = 0; b < scales.size(); ++b) REQUIRE(scales_again[b] == Approx(scales[b]).epsilon(1e-6));
+  }
 }

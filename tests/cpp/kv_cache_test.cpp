@@ -11,6 +11,7 @@
 
 #include "attention.h"
 #include "fixtures.h"
+#include "kernels/q8.h"
 #include "kv_cache.h"
 #include "parallel.h"
 
@@ -36,12 +37,23 @@ void append_random(KVCache& cache, int64_t t, uint32_t seed) {
                        {value.data(), {c.batch, c.heads, t, c.value_dim}}).ok());
 }
 
+// The query a q8 cache attends with: each row rounded through q8 (float scales).
+std::vector<float> q8_rounded(const attn::TensorView& query) {
+  const int64_t d = query.shape[3], rows = query.shape.numel() / d;
+  std::vector<float> rounded(query.shape.numel());
+  for (int64_t r = 0; r < rows; ++r) attn::kernels::round_q8(query.data + r * d, d, rounded.data() + r * d);
+  return rounded;
+}
+
 // The cache's attend against SDPA over copies of its held keys and values (lower-right causal,
 // grouped heads, the cache's window) through the materialising path, which takes every key in one
-// pass: they must agree to float rounding.
-void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, const attn::CacheAttendOptions& options,
-                          bool weights) {
+// pass: they must agree to float rounding. A q8 cache's SDPA is given the query rounded as the
+// cache rounds it, on every path (the decode step's integer scores, the packed tiles).
+void require_matches_sdpa(const KVCache& cache, const attn::TensorView& given_query,
+                          const attn::CacheAttendOptions& options, bool weights) {
   const KVCacheConfig& c = cache.config();
+  const std::vector<float> rounded = q8_rounded(given_query);
+  const attn::TensorView query = c.dtype == CacheDtype::q8 ? attn::TensorView{rounded.data(), given_query.shape} : given_query;
   Shape output_shape, weights_shape;
   REQUIRE(cache.check_attend(query.shape, options, &output_shape, &weights_shape).ok());
   std::vector<float> keys(c.batch * c.heads * cache.length() * c.head_dim);
@@ -55,7 +67,7 @@ void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, c
                                              {values.data(), {c.batch, c.heads, cache.length(), c.value_dim}}, sdpa,
                                              want.data(), want_weights.data())
               .ok());
-  REQUIRE(cache.attend(query, options, got.data(), weights ? got_weights.data() : nullptr).ok());
+  REQUIRE(cache.attend(given_query, options, got.data(), weights ? got_weights.data() : nullptr).ok());
   for (size_t i = 0; i < want.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(2e-6));
   for (size_t i = 0; i < got_weights.size(); ++i) REQUIRE(got_weights[i] == Approx(want_weights[i]).margin(1e-7));
 }
@@ -65,12 +77,13 @@ void require_matches_sdpa(const KVCache& cache, const attn::TensorView& query, c
 TEST_CASE("attends over the cache equal SDPA over the keys it holds, with every option", "[kv_cache]") {
   const int thread_counts[] = {1, 3};
   // 1 and 2 queries read the rows in place (3 query heads a key/value head: 3 and 6 rows), 6 are
-  // packed from them (18 rows).
+  // packed from them (18 rows). q8 rows of 5 (one short block), 64 (two blocks) and 40 (one and a
+  // short one).
   for (const int threads : thread_counts)
-    for (const CacheDtype dtype : {CacheDtype::f32, CacheDtype::f16})
-      for (const int64_t head_dim : {5, 64})
+    for (const CacheDtype dtype : {CacheDtype::f32, CacheDtype::f16, CacheDtype::q8})
+      for (const int64_t head_dim : {5, 64, 40})
         for (const int64_t n : {1, 2, 6}) {
-          INFO("threads " << threads << ", f16 " << (dtype == CacheDtype::f16) << ", head_dim " << head_dim << ", n " << n);
+          INFO("threads " << threads << ", dtype " << static_cast<int>(dtype) << ", head_dim " << head_dim << ", n " << n);
           attn::set_thread_count(threads);
           KVCacheConfig config;
           config.batch = 2;
@@ -172,18 +185,33 @@ TEST_CASE("an f16 cache holding Inf or NaN attends through exact widening", "[kv
   }
 }
 
-// Issue #35: 70000 was stored as Inf and every later attend returned NaN, without a word.
-TEST_CASE("an f16 cache refuses a finite value past binary16's range, naming where it is", "[kv_cache][f16]") {
+namespace {
+
+// A value the cache refuses: in the key or the value, its index there, the value, and where the
+// error says it is.
+struct Refusal {
+  bool in_key;
+  int64_t index;
+  float x;
+  const char* got;
+};
+
+// A ring of `dtype` (batch 2, heads 2, head dim 3, value dim 2, window 3) that has wrapped, position
+// 4 next; then key [2, 2, 2, 3] and value [2, 2, 2, 2] with each refusal's value put in: each
+// append is refused naming the argument, `expected` and where, and changes nothing. Then `key` and
+// `value` as given append. Returns the cache, holding them.
+std::unique_ptr<KVCache> require_refusals(CacheDtype dtype, const std::vector<float>& key, const std::vector<float>& value,
+                                          std::initializer_list<Refusal> refusals, const std::string& expected) {
   KVCacheConfig config;
   config.batch = 2;
   config.heads = 2;
   config.head_dim = 3;
   config.value_dim = 2;
   config.max_length = 8;
-  config.dtype = CacheDtype::f16;
+  config.dtype = dtype;
   config.window = 3;
   auto cache = make_cache(config);
-  append_random(*cache, 4, 21);  // a ring that has wrapped: position 4 next
+  append_random(*cache, 4, 21);
   const auto snapshot = [&] {
     std::vector<float> held(2 * 2 * cache->length() * 5);
     cache->copy_keys(held.data());
@@ -192,42 +220,68 @@ TEST_CASE("an f16 cache refuses a finite value past binary16's range, naming whe
   };
   const std::vector<float> before = snapshot();
   const int64_t length = cache->length();
-  // t = 2 new positions: key [2, 2, 2, 3], value [2, 2, 2, 2]. 65519 rounds to 65504 and is held;
-  // 65520 rounds to Inf. Inf and NaN as given stay what they are.
-  std::vector<float> key(2 * 2 * 2 * 3, 0.5f), value(2 * 2 * 2 * 2, -0.25f);
-  key[0] = 65519.0f;
-  key[1] = std::numeric_limits<float>::infinity();
-  value[3] = std::numeric_limits<float>::quiet_NaN();
-  struct Case {
-    bool in_key;
-    int64_t index;
-    float x;
-    const char* got;
-  };
-  // key index ((b·2 + h)·2 + i)·3 + d; value ((b·2 + h)·2 + i)·2 + d.
-  for (const Case& c : {Case{true, ((1 * 2 + 0) * 2 + 1) * 3 + 2, 70000.0f, "70000 at batch 1, head 0, position 5, dim 2"},
-                        Case{true, ((0 * 2 + 1) * 2 + 0) * 3 + 1, -65520.0f, "-65520 at batch 0, head 1, position 4, dim 1"},
-                        Case{false, ((1 * 2 + 1) * 2 + 1) * 2 + 0, 1e30f, "1e+30 at batch 1, head 1, position 5, dim 0"}}) {
+  for (const Refusal& c : refusals) {
     std::vector<float> k = key, v = value;
     (c.in_key ? k : v)[c.index] = c.x;
     const attn::Status s = cache->append({k.data(), {2, 2, 2, 3}}, {v.data(), {2, 2, 2, 2}});
     REQUIRE(s.argument == (c.in_key ? "key" : "value"));
-    REQUIRE(s.expected ==
-            "values within binary16's range, |x| < 65520 (this cache of dtype 'f16' would store the value as "
-            "±Infinity; a cache of dtype 'f32' holds it)");
+    REQUIRE(s.expected == expected);
     REQUIRE(s.got == c.got);
     REQUIRE(cache->length() == length);
     REQUIRE(cache->position() == 4);
     REQUIRE(snapshot() == before);
   }
-  // The cache works on: the values in range append (65519 held as 65504, Inf as Inf).
   REQUIRE(cache->append({key.data(), {2, 2, 2, 3}}, {value.data(), {2, 2, 2, 2}}).ok());
   REQUIRE(cache->position() == 6);
+  return cache;
+}
+
+// Key index ((b·2 + h)·2 + i)·3 + d and value index ((b·2 + h)·2 + i)·2 + d of require_refusals' appends.
+constexpr int64_t key_index(int64_t b, int64_t h, int64_t i, int64_t d) { return ((b * 2 + h) * 2 + i) * 3 + d; }
+constexpr int64_t value_index(int64_t b, int64_t h, int64_t i, int64_t d) { return ((b * 2 + h) * 2 + i) * 2 + d; }
+
+}  // namespace
+
+// Issue #35: 70000 was stored as Inf and every later attend returned NaN, without a word.
+TEST_CASE("an f16 cache refuses a finite value past binary16's range, naming where it is", "[kv_cache][f16]") {
+  // 65519 rounds to 65504 and is held; 65520 rounds to Inf. Inf and NaN as given stay what they are.
+  std::vector<float> key(2 * 2 * 2 * 3, 0.5f), value(2 * 2 * 2 * 2, -0.25f);
+  key[0] = 65519.0f;
+  key[1] = std::numeric_limits<float>::infinity();
+  value[3] = std::numeric_limits<float>::quiet_NaN();
+  auto cache = require_refusals(CacheDtype::f16, key, value,
+                                {{true, key_index(1, 0, 1, 2), 70000.0f, "70000 at batch 1, head 0, position 5, dim 2"},
+                                 {true, key_index(0, 1, 0, 1), -65520.0f, "-65520 at batch 0, head 1, position 4, dim 1"},
+                                 {false, value_index(1, 1, 1, 0), 1e30f, "1e+30 at batch 1, head 1, position 5, dim 0"}},
+                                "values within binary16's range, |x| < 65520 (this cache of dtype 'f16' would store the "
+                                "value as ±Infinity; a cache of dtype 'f32' holds it)");
   std::vector<float> held(2 * 2 * cache->length() * 3);
   cache->copy_keys(held.data());
   const int64_t position_4 = (cache->length() - 2) * 3;  // batch 0, head 0: position 4 is the second latest
   REQUIRE(held[position_4] == 65504.0f);
   REQUIRE(std::isinf(held[position_4 + 1]));
+}
+
+// A q8 block shares one binary16 scale, max |x| / 127: Inf or NaN would spoil the block's other
+// values, and |x| ≥ 127 · 65520 would make the scale Inf.
+TEST_CASE("a q8 cache refuses what its block scales cannot hold, naming where it is", "[kv_cache][q8]") {
+  std::vector<float> key(2 * 2 * 2 * 3, 0.5f), value(2 * 2 * 2 * 2, -0.25f);
+  key[0] = 8321039.0f;  // the largest magnitude whose scale binary16 holds (65504, rounded)
+  auto cache = require_refusals(
+      CacheDtype::q8, key, value,
+      {{true, key_index(1, 0, 1, 2), 8321040.0f, "8321040 at batch 1, head 0, position 5, dim 2"},
+       {true, key_index(0, 1, 0, 1), -std::numeric_limits<float>::infinity(), "-Infinity at batch 0, head 1, position 4, dim 1"},
+       {false, value_index(1, 1, 1, 0), std::numeric_limits<float>::quiet_NaN(), "NaN at batch 1, head 1, position 5, dim 0"}},
+      "finite values, |x| < 8321040 (127 · 65520: this cache of dtype 'q8' stores each block of 32 with the scale "
+      "max |x| / 127 as binary16; a cache of dtype 'f32' holds any value)");
+  // 8321039 is held as 127 · 65504 and its block's 0.5 as 0 (0.5 / 65504 rounds to 0); a block of
+  // 0.5s exactly (scale 0.5 / 127, q = 127).
+  std::vector<float> held(2 * 2 * cache->length() * 3);
+  cache->copy_keys(held.data());
+  const int64_t position_4 = (cache->length() - 2) * 3;
+  REQUIRE(held[position_4] == 127.0f * 65504.0f);
+  REQUIRE(held[position_4 + 1] == 0.0f);
+  REQUIRE(held[position_4 + 3] == 127.0f * attn::from_half(attn::to_half(0.5f / 127.0f)));
 }
 
 // Issue #35: a truncate() of a ring that had wrapped was accepted, and the next step saw fewer keys
@@ -262,7 +316,7 @@ TEST_CASE("truncating a wrapped ring equals a fresh cache, or is refused naming 
     return out;
   };
   int refused = 0, exact = 0;
-  for (const CacheDtype dtype : {CacheDtype::f32, CacheDtype::f16})
+  for (const CacheDtype dtype : {CacheDtype::f32, CacheDtype::f16, CacheDtype::q8})
     for (const int64_t prefill : {int64_t{1}, int64_t{2}, W, W + 2})
       for (int64_t total = prefill; total <= prefill + 2 * W + 1; ++total) {
         config.dtype = dtype;
@@ -276,7 +330,7 @@ TEST_CASE("truncating a wrapped ring equals a fresh cache, or is refused naming 
         const int64_t held = replay()->length(), dropped = total - held;
         for (int64_t length = 0; length <= held; ++length)
           for (const int64_t t : {int64_t{1}, int64_t{2}}) {
-            INFO("f16 " << (dtype == CacheDtype::f16) << ", prefill " << prefill << ", total " << total << ", held " << held
+            INFO("dtype " << static_cast<int>(dtype) << ", prefill " << prefill << ", total " << total << ", held " << held
                         << ", truncate to " << length << ", next t " << t);
             auto cache = replay();
             const attn::Status s = cache->truncate(length);

@@ -23,6 +23,7 @@
 #include "attention.h"
 #include "grouped_query_attention.h"
 #include "kernels/kernels.h"
+#include "kernels/q8.h"
 #include "kv_cache.h"
 #include "mask.h"
 #include "multihead_attention.h"
@@ -664,7 +665,7 @@ void fuzz_kv_cache(Input& in) {
   c.head_dim = in.dim();
   c.value_dim = in.flag() ? in.dim() : 0;
   c.max_length = in.dim() + in.dim();
-  c.dtype = in.flag() ? attn::CacheDtype::f16 : attn::CacheDtype::f32;
+  c.dtype = static_cast<attn::CacheDtype>(in.byte() % 3);  // f32, f16, q8
   if (in.flag()) c.window = in.dim();
   std::unique_ptr<attn::KVCache> cache;
   if (!attn::KVCache::create(c, &cache).ok()) return;
@@ -676,18 +677,20 @@ void fuzz_kv_cache(Input& in) {
       case 0: {
         const int64_t t = in.dim();
         Tensor key{{k.batch, k.heads, t, k.head_dim}, {}}, value{{k.batch, k.heads, t, k.value_dim}, {}};
-        // An f16 cache refuses a finite value binary16 would hold as ±Inf (|x| ≥ 65520).
-        bool moderate = true, past_half = false;
+        // An f16 cache refuses a finite value binary16 would hold as ±Inf (|x| ≥ 65520); a q8 cache
+        // Inf, NaN and a value whose block scale, |x| / 127, binary16 would hold as Inf.
+        bool moderate = true, refused = false;
         for (Tensor* x : {&key, &value}) {
           x->data.resize(safe_numel(x->shape));
           for (float& e : x->data) {
             moderate &= std::fabs(e = in.number()) < 1e4f;
-            past_half |= k.dtype == attn::CacheDtype::f16 && std::isfinite(e) && std::fabs(e) >= 65520.0f;
+            refused |= k.dtype == attn::CacheDtype::f16 && std::isfinite(e) && std::fabs(e) >= 65520.0f;
+            refused |= k.dtype == attn::CacheDtype::q8 && !(std::fabs(e) / 127.0f < 65520.0f);
           }
         }
         const int64_t expected = cache->length_after_append(t);
         const bool appended = cache->append(key.view(), value.view()).ok();
-        if ((appended ? cache->length() != expected : cache->length() != held) || (appended && past_half)) std::abort();
+        if ((appended ? cache->length() != expected : cache->length() != held) || (appended && refused)) std::abort();
         if (appended) moderate_data &= moderate;
         break;
       }
@@ -737,7 +740,12 @@ void fuzz_kv_cache(Input& in) {
           break;
         }
         const Tensor held_keys{{k.batch, k.heads, held, k.head_dim}, keys}, held_values{{k.batch, k.heads, held, k.value_dim}, values};
-        on_every_kernel_set(reference_sdpa(q, held_keys, held_values, cache->as_sdpa(o)), static_cast<size_t>(safe_numel(output_shape)),
+        // A q8 cache attends with the query rounded through q8, as the API says.
+        Tensor rounded = q;
+        if (k.dtype == attn::CacheDtype::q8)
+          for (size_t row = 0; row < q.data.size(); row += static_cast<size_t>(k.head_dim))
+            attn::kernels::round_q8(q.data.data() + row, k.head_dim, rounded.data.data() + row);
+        on_every_kernel_set(reference_sdpa(rounded, held_keys, held_values, cache->as_sdpa(o)), static_cast<size_t>(safe_numel(output_shape)),
                             [&](float* out, float* weights) { return cache->attend(q.view(), o, out, weights).ok(); });
       }
     }
@@ -852,7 +860,7 @@ void fuzz_grouped_query_attention(Input& in) {
   std::vector<float> whole(N * t * hidden), chunked(N * t * hidden);
   if (!block->forward(x.view(), {}, whole.data(), nullptr).ok()) std::abort();
   std::unique_ptr<attn::KVCache> cache;
-  if (!attn::KVCache::create(block->cache_config(t, N, in.flag() ? attn::CacheDtype::f16 : attn::CacheDtype::f32), &cache).ok())
+  if (!attn::KVCache::create(block->cache_config(t, N, static_cast<attn::CacheDtype>(in.byte() % 3)), &cache).ok())
     std::abort();
   attn::GroupedQueryAttentionOptions o;
   o.cache = cache.get();
@@ -866,12 +874,13 @@ void fuzz_grouped_query_attention(Input& in) {
     for (int64_t b = 0; b < N; ++b) std::copy_n(out.data() + b * count * hidden, count * hidden, chunked.data() + (b * t + first) * hidden);
     first += count;
   }
-  // An f16 cache rounds keys to 2^-11 relative, which moves scores of a few hundred (these weights
-  // give them) by whole units: its run is checked for finite results only (fuzz_kv_cache compares
-  // f16 attends with the reference over the rounded keys).
-  const bool f16 = cache->config().dtype == attn::CacheDtype::f16;
+  // An f16 cache rounds keys to 2^-11 relative (q8 to 2^-8 of a block's largest), which moves
+  // scores of a few hundred (these weights give them) by whole units: its run is checked for
+  // finite results only (fuzz_kv_cache compares f16 and q8 attends with the reference over the
+  // rounded keys).
+  const bool rounded = cache->config().dtype != attn::CacheDtype::f32;
   for (size_t e = 0; e < whole.size(); ++e)
-    if (f16 ? !std::isfinite(chunked[e]) : !(std::fabs(chunked[e] - whole[e]) <= 1e-4 * (1.0 + std::fabs(whole[e]))))
+    if (rounded ? !std::isfinite(chunked[e]) : !(std::fabs(chunked[e] - whole[e]) <= 1e-4 * (1.0 + std::fabs(whole[e]))))
       std::abort();
 
   // The first row left-padded with junk, its attention_mask saying so, through a cache: its tokens

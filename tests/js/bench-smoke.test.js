@@ -1,7 +1,7 @@
 // Every `npm run bench` mode still runs: each through scripts/bench.sh (BENCH_NO_BUILD=1: the
 // build is npm test's) with --quick, its smallest sizes, writing its rows with --json; the rows
 // must hold the keys their script's header and docs/performance.md document, with finite figures.
-// Their figures mean nothing (two modes run at once on a shared machine). bench/f16-accuracy.mjs
+// Their figures mean nothing (two modes run at once on a shared machine). bench/cache-accuracy.mjs
 // runs too, and so does the page bench (--page: Chromium, one round per thread count after the
 // page's load and a warm-up, with --profile's rounds; and --page --model, a 2-layer checkpoint in
 // the viewer). Installs bench/node_modules on first use
@@ -128,7 +128,7 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
   test('the wasm kernel rows (bench/kernels_wasm.cpp): every decode kernel and RoPE, a few calls each', async () => {
     const { loadKernels } = await import('../../bench/peers/kernels.mjs');
     const kernels = await loadKernels('bench-kernels');
-    for (const kernel of ['gemm_nt', 'gemm_nt_f16', 'gemm_nn_add', 'gemm_nn_add_f16']) {
+    for (const kernel of ['gemm_nt', 'gemm_nt_f16', 'gemm_nt_q8', 'gemm_nn_add', 'gemm_nn_add_f16', 'gemm_nn_add_q8']) {
       const [M, N, K] = kernel.startsWith('gemm_nt') ? [4, 128, 64] : [4, 64, 128];
       const gflops = kernels.decodeKernelGflops(kernel, M, N, K, 20, 2);
       assert.ok(Number.isFinite(gflops) && gflops > 0, `${kernel}: ${gflops}`);
@@ -139,10 +139,13 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
     }
   });
 
-  test('bench/f16-accuracy.mjs', async () => {
-    const { stdout } = await run(process.execPath, ['bench/f16-accuracy.mjs'], { cwd: root });
-    assert.match(stdout, /^\| f32 \| \d\.\de-\d+ \|/m);
-    assert.match(stdout, /^\| f16 \| \d\.\de-\d+ \|/m);
-    assert.match(stdout, /^\| f16 \| \d+ of 32 \|$/m);
+  test('bench/cache-accuracy.mjs', async () => {
+    const { stdout } = await run(process.execPath, ['bench/cache-accuracy.mjs'], { cwd: root });
+    assert.match(stdout, /^\| f32 \| \d\.\de[-+]\d+ \| \d+\.\d \| \(reference\) \|$/m);
+    assert.match(stdout, /^\| f16 \| \d\.\de[-+]\d+ \| \d+\.\d \| \d\.\de[-+]\d+ \|$/m);
+    for (const dtype of ['f32', 'f16', 'q8']) assert.match(stdout, new RegExp(`^\\| ${dtype} \\| \\d\\.\\de[-+]\\d+ \\| \\d+ of 32 \\|$`, 'm'));
+    // Every decoder checkpoint of tests/fixtures/models, a figure for each cache dtype.
+    for (const name of ['gemma', 'gemma2', 'gemma3', 'gpt2', 'llama-gqa', 'llama-gqa-bf16', 'olmo2', 'phi3', 'pythia', 'qwen3-qknorm'])
+      assert.match(stdout, new RegExp(`^\\| ${name} \\| \\d+ \\| \\d+\\.\\d( \\| \\d\\.\\de[-+]\\d+){3} \\|$`, 'm'));
   });
 });

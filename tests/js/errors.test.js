@@ -318,7 +318,7 @@ const BAD_CALLS = {
   'a KVCache of dtype bf16': {
     call: (attn) => new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8, dtype: 'bf16' }),
     argument: /^dtype$/,
-    message: ['"f16"', '"bf16"'],
+    message: ['"f16"', '"q8"', '"bf16"'],
   },
   'a KVCache window of 0': {
     call: (attn) => new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8, window: 0 }),
@@ -384,6 +384,16 @@ const BAD_CALLS = {
     call: (attn) => refusing(attn).half.append(f32([1, 2, 1, 4]), { shape: [1, 2, 1, 4], data: Float32Array.of(0, 0, 0, 0, 0, 7e4, 0, 0) }),
     argument: /^value$/,
     message: ["|x| < 65520 (this cache of dtype 'f16' would store the value as ±Infinity", 'got 70000 at batch 0, head 1, position 3, dim 1'],
+  },
+  'a q8 append of NaN': {
+    call: (attn) => refusing(attn).q8.append({ shape: [1, 2, 1, 4], data: Float32Array.of(0, 0, 0, 0, 0, 0, NaN, 0) }, f32([1, 2, 1, 4])),
+    argument: /^key$/,
+    message: ["finite values, |x| < 8321040 (127 · 65520: this cache of dtype 'q8' stores each block of 32", 'got NaN at batch 0, head 1, position 3, dim 2'],
+  },
+  "a q8 append of a value whose block scale binary16 cannot hold": {
+    call: (attn) => refusing(attn).q8.append(f32([1, 2, 1, 4]), { shape: [1, 2, 1, 4], data: Float32Array.of(-9e6, 0, 0, 0, 0, 0, 0, 0) }),
+    argument: /^value$/,
+    message: ["dtype 'q8'", 'got -9000000 at batch 0, head 0, position 3, dim 0'],
   },
   'GroupedQueryAttention with key/value heads that do not divide the heads': {
     call: (attn) => new attn.GroupedQueryAttention(16, 4, 3),
@@ -648,14 +658,15 @@ function decoding(attn) {
 }
 
 // Caches whose refusals issue #35 added: a window-3 ring that has dropped 3 positions (3 held), and
-// an f16 cache holding 3.
+// an f16 cache holding 3; and a q8 cache holding 3.
 const refusingObjects = new WeakMap();
 function refusing(attn) {
   if (!refusingObjects.has(attn)) {
     const ring = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 3, window: 3 });
     for (let p = 0; p < 6; p++) ring.append(f32([1, 2, 1, 4]), f32([1, 2, 1, 4]));
     const half = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 5, dtype: 'f16' }).append(f32([1, 2, 3, 4]), f32([1, 2, 3, 4]));
-    refusingObjects.set(attn, { ring, half });
+    const q8 = new attn.KVCache({ heads: 2, headDim: 4, maxLength: 5, dtype: 'q8' }).append(f32([1, 2, 3, 4]), f32([1, 2, 3, 4]));
+    refusingObjects.set(attn, { ring, half, q8 });
   }
   return refusingObjects.get(attn);
 }

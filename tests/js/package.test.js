@@ -92,8 +92,11 @@ const TARBALL_BUDGET = 600_000;
 // attention-wasm/models, readable errors and issue #35's fixes, the page was 115,544 bytes
 // (index.mjs 19,863, attention-simd.mjs 10,000, attention-simd.wasm 85,681); the glue minified
 // (7,332) and the size-compiled sources without RTTI (the wasm 85,017) made it 112,212, index.mjs
-// unchanged. How it grew is in CHANGELOG.md.
-const PAGE_BUDGET = 110 * 1024;
+// unchanged. How it grew is in CHANGELOG.md. Issue #37's RoPE kernel and q8 KV cache took it to
+// 116,648 (the wasm 89,457), nearly all of it q8's: its two SIMD128 kernels (integer scores,
+// widened values) and their scalar twins, the cache's q8 rows and range check, the engine's
+// quantised queries and widened q8 rows.
+const PAGE_BUDGET = 110 * 1024 + 4008;
 const PAGE_FILES = ['dist/index.mjs', 'dist/attention-simd.mjs', 'dist/attention-simd.wasm'];
 
 test('npm pack --dry-run lists exactly the expected files: no tests, fixtures, sources, bench, examples or build trees', async () => {

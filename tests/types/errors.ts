@@ -117,7 +117,7 @@ mha.loadStateDict({}, { prefix: 0 });
 mha.loadStateDict({}, { prefx: 'layers.0.' });
 // @ts-expect-error a KVCache needs heads, headDim and maxLength
 new attn.KVCache({ heads: 2 });
-// @ts-expect-error the cache's dtype is 'f32' or 'f16'
+// @ts-expect-error the cache's dtype is 'f32', 'f16' or 'q8'
 new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8, dtype: 'bf16' });
 // @ts-expect-error needWeights: false gives null weights
 new attn.KVCache({ heads: 2, headDim: 4, maxLength: 8 }).attend(q, { needWeights: false }).weights.shape;

@@ -121,7 +121,8 @@ const decoded: ResultTensor = kvCache.attend(q).output;
 const heldLength: number = kvCache.length + kvCache.position;
 const heldKeys: ResultTensor = kvCache.truncate(1).reset().keys();
 const heldValues: ResultTensor = kvCache.values();
-const cacheDtype: 'f32' | 'f16' = kvCache.dtype;
+const cacheDtype: 'f32' | 'f16' | 'q8' = kvCache.dtype;
+const q8Cache: KVCache = new attn.KVCache({ heads: 2, headDim: 32, maxLength: 16, dtype: 'q8' });
 const cacheWindow: number | null = kvCache.window;
 kvCache[Symbol.dispose]();
 const gqa: GroupedQueryAttention = new attn.GroupedQueryAttention(64, 8, 2, {
