@@ -25,8 +25,9 @@ export class ReadBuffers {
   }
 
   /**
-   * A lease: take(length) → a Uint8Array of `length` bytes to read into; keep(bytes) holds the
-   * buffer the read left them in (a Blob's byte stream transfers it); release() gives those back.
+   * A lease: take(length) → a Uint8Array of `length` bytes to read into; keep(buffer) holds the
+   * buffer that memory is in after the read (a Blob's byte stream transfers it to another);
+   * release() gives those back.
    */
   lease() {
     const kept = [];
@@ -40,7 +41,7 @@ export class ReadBuffers {
         const buffer = best >= 0 ? this.free.splice(best, 1)[0] : new ArrayBuffer(Math.max(length, MAX_READ_BYTES));
         return new Uint8Array(buffer, 0, length);
       },
-      keep: (bytes) => kept.push(bytes.buffer),
+      keep: (buffer) => kept.push(buffer),
       release: () => this.free.push(...kept.splice(0)),
     };
   }
@@ -194,8 +195,9 @@ export class Checkpoint {
   async readRange(file, begin, end, lease = null) {
     const into = lease && end - begin >= POOLED_READ_BYTES ? lease.take(end - begin) : undefined;
     const bytes = await this.files.read(file, begin, end, into);
-    // The bytes are in the lent memory (its buffer, or the one it was transferred to, detaching it).
-    if (into && (bytes.buffer === into.buffer || into.buffer.byteLength === 0)) lease.keep(bytes);
+    // The lent memory: its buffer, filled or not (a source of bytes in memory returns views of
+    // them), or, once a byte stream has detached it, the buffer the bytes were transferred to.
+    if (into) lease.keep(into.buffer.byteLength === 0 ? bytes.buffer : into.buffer);
     if (bytes.length !== end - begin)
       throw new AttentionError(file, `bytes ${begin} to ${end}, as its header says`, `a file that ends at byte ${begin + bytes.length} (truncated?)`);
     return bytes;
