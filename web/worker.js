@@ -54,6 +54,17 @@ async function loadModel(attn) {
   return TrainedModel.open(attn, new Map(await Promise.all(['config.json', 'model.safetensors'].map(fetchBytes))));
 }
 
+// A request answered { type, id, ok: true, ...what work() gives } or { type, id, ok: false, message },
+// with transferOf(answer) moved rather than copied.
+async function answer(message, work, transferOf = () => []) {
+  try {
+    const fields = await work();
+    self.postMessage({ type: message.type, id: message.id, ok: true, ...fields }, transferOf(fields));
+  } catch (error) {
+    self.postMessage({ type: message.type, id: message.id, ok: false, message: describeError(error) });
+  }
+}
+
 // openModel's progress as the page's bar shows it: bytes while the headers are read, then layers.
 const progressOf = ({ phase, layer, layers, bytesRead, bytesTotal }) =>
   (phase === 'reading' ? { phase, done: bytesRead, total: bytesTotal } : { phase, done: layer, total: layers });
@@ -81,19 +92,12 @@ self.addEventListener('message', async ({ data: message }) => {
       self.postMessage({ type: 'fatal', message: describeError(error) });
     }
   } else if (message.type === 'file') {
-    try {
+    await answer(message, () => {
       runner.loadFile(message);
-      self.postMessage({ type: 'file', id: message.id, ok: true });
-    } catch (error) {
-      self.postMessage({ type: 'file', id: message.id, ok: false, message: describeError(error) });
-    }
+      return {};
+    });
   } else if (message.type === 'neuron') {
-    try {
-      const numbers = await runner.neuron(message.selection);
-      self.postMessage({ type: 'neuron', id: message.id, ok: true, numbers });
-    } catch (error) {
-      self.postMessage({ type: 'neuron', id: message.id, ok: false, message: describeError(error) });
-    }
+    await answer(message, async () => ({ numbers: await runner.neuron(message.selection) }));
   } else if (message.type === 'openModel') {
     // A run of the model being replaced stops before its model is disposed.
     for (const controller of running.values()) controller.abort();
@@ -104,19 +108,9 @@ self.addEventListener('message', async ({ data: message }) => {
       self.postMessage({ type: 'model', id: message.id, ok: false, message: error.message, memory: attn.stats() });
     }
   } else if (message.type === 'ablate') {
-    try {
-      const result = await runner.ablate(message.request);
-      self.postMessage({ type: 'ablate', id: message.id, ok: true, result }, [result.delta.buffer]);
-    } catch (error) {
-      self.postMessage({ type: 'ablate', id: message.id, ok: false, message: describeError(error) });
-    }
+    await answer(message, async () => ({ result: await runner.ablate(message.request) }), ({ result }) => [result.delta.buffer]);
   } else if (message.type === 'predict') {
-    try {
-      const predictions = await runner.predict(message.request);
-      self.postMessage({ type: 'predict', id: message.id, ok: true, predictions });
-    } catch (error) {
-      self.postMessage({ type: 'predict', id: message.id, ok: false, message: describeError(error) });
-    }
+    await answer(message, async () => ({ predictions: await runner.predict(message.request) }));
   } else if (message.type === 'cancel') {
     running.get(message.id)?.abort();
   } else if (message.type === 'recycle') {
