@@ -87,8 +87,9 @@ export function onModelProgress(listener) {
 }
 
 // An opened model's run, layer by layer, in the busy line.
-function showRunProgress({ done, total }) {
-  $('#busy').textContent = `Computing… layer ${done} of ${total}`;
+function showRunProgress({ phase, done, total }) {
+  const what = phase === 'scoring' ? 'Scoring the heads on the standard sequence' : 'Computing';
+  $('#busy').textContent = `${what}… layer ${done} of ${total}`;
 }
 
 /** Loads a MultiheadAttention in the worker from a file's { config, stateDict } → its reply. */
@@ -171,7 +172,7 @@ export function startWorker({ threads, onReady, read, accept, failed }) {
     } else if (message.type === 'fatal') {
       showError(new Error(`The package could not start: ${message.message}`));
     } else if (message.type === 'progress') {
-      if (message.phase === 'forward') showRunProgress(message);
+      if (message.phase === 'forward' || message.phase === 'scoring') showRunProgress(message);
       else progressListener(message);
     } else if (message.type === 'layer') {
       if (inFlight?.id === message.id && !inFlight.cancelled) layerListener(message);

@@ -276,8 +276,10 @@ const score = (x) => (x === null ? '–' : x.toFixed(2));
 function modelHeadTitle(head, model = state.shown.model) {
   const { heads, scores, textScores } = model;
   const where = modelHead(head, heads);
-  const standard = scores[head];
-  const own = textScores?.[head] ?? { induction: null, previousToken: null };
+  const none = { induction: null, previousToken: null };
+  // The standard scores come after a newly opened model's first grid (runner.js openFolder).
+  const standard = scores?.[head] ?? none;
+  const own = textScores?.[head] ?? none;
   return `Layer ${where.layer + 1}, head ${where.head + 1}: induction ${score(standard.induction)} on the repeated random tokens, ` +
     `${score(own.induction)} on your text; previous token ${score(standard.previousToken)}, ${score(own.previousToken)}`;
 }
@@ -412,18 +414,23 @@ function buildModelGrid(model) {
       button.title = modelHeadTitle(index, model);
       const caption = button.querySelector('span');
       caption.className = 'scores';
-      caption.textContent = score(model.scores[index].induction);
+      caption.textContent = score(model.scores?.[index].induction ?? null);
       cells.push(button);
     }
   }
   dom.headsGrid.replaceChildren(...cells);
 }
 
-/** The cells' titles follow the scores on the text, which change with every text. */
+/**
+ * The cells' titles follow the scores on the text, which change with every text, and their
+ * captions the standard scores, which a grid drawn layer by layer may not have had yet.
+ */
 function updateModelTitles() {
   if (!state.shown?.model) return;
   for (const button of dom.headsGrid.querySelectorAll('.grid-cell')) {
-    button.title = modelHeadTitle(Number(button.dataset.index));
+    const index = Number(button.dataset.index);
+    button.querySelector('.scores').textContent = score(state.shown.model.scores[index].induction);
+    button.title = modelHeadTitle(index);
     button.setAttribute('aria-label', button.title);
   }
   showScores();

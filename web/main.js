@@ -39,8 +39,8 @@ function accept(job, result) {
   shown = { ...result, request: job.request, id: job.id };
   if (previous && (previous.kind !== shown.kind || previous.model?.name !== shown.model?.name)) forgetDownloads();
   show(shown);
-  // The views now read the new result: the model's last pictures go back to the worker.
-  if (previous?.kind === 'model') recycle(previous.weights);
+  // The views now read the new result: a model's last pictures go back to the worker.
+  if (previous?.kind === 'model' || previous?.kind === 'opened') recycle(previous.weights);
   shown.updateMs = performance.now() - job.requestedAt;
   showTimes(shown);
   showModel(shown);

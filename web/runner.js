@@ -119,9 +119,9 @@ export class AttentionRunner {
 
   /**
    * Opens a Hugging Face model folder's files (model-folder.js), disposing the last one first so
-   * that its memory is back before the new one loads, and scores its heads on the standard
-   * sequence: random tokens from the middle of the vocabulary (special tokens sit at its ends),
-   * repeated once, as long as the model's positions allow (up to 2 × 50).
+   * that its memory is back before the new one loads. Its heads are scored on the standard
+   * sequence (scoreStandard) after the first text's forward, not before it: a streamed model
+   * reads all its weights for a forward, and the text's first layer should not wait for them.
    * → { name, modelType, layers, heads, dtype, streamed, standardLength }
    */
   async openFolder(files, onProgress) {
@@ -132,13 +132,26 @@ export class AttentionRunner {
     const folder = await openModelFolder(this.attn, files, { onProgress });
     const { model } = folder;
     const length = Math.min(50, Math.floor(model.maxPositions / 2));
-    const ids = repeatedRandomIds(Math.floor(0.1 * model.vocabSize), Math.ceil(0.9 * model.vocabSize), length);
-    const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none' });
-    this.opened = { folder, standardScores: headScores(attentions.map((layer) => layer.data), model.heads, repeatTargets(ids.length, length)).flat(), standardLength: length };
+    this.opened = { folder, standardScores: null, standardLength: length };
     return { name: folder.name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype: model.dtype, streamed: model.streamed, standardLength: length };
   }
 
-  /** What the page needs of the opened model to lay out its grid: { name, modelType, layers, heads, scores, standardLength }. */
+  /**
+   * The opened model's head scores on the standard sequence: random tokens from the middle of the
+   * vocabulary (special tokens sit at its ends), repeated once, as long as the model's positions
+   * allow (up to 2 × 50). Once a model; onProgress hears the forward's layers.
+   */
+  async scoreStandard(signal, onProgress) {
+    const { folder: { model }, standardLength: length } = this.opened;
+    const ids = repeatedRandomIds(Math.floor(0.1 * model.vocabSize), Math.ceil(0.9 * model.vocabSize), length);
+    const { attentions } = await model.forward(ids, { outputAttentions: true, logits: 'none', signal, onProgress });
+    this.opened.standardScores = headScores(attentions.map((layer) => layer.data), model.heads, repeatTargets(ids.length, length)).flat();
+  }
+
+  /**
+   * What the page needs of the opened model to lay out its grid: { name, modelType, layers, heads,
+   * scores (null until scoreStandard), standardLength }.
+   */
   openedInfo() {
     const { folder: { name, model }, standardScores, standardLength } = this.opened;
     return { name, modelType: model.modelType, layers: model.layers, heads: model.heads, scores: standardScores, standardLength };
@@ -431,10 +444,17 @@ async function computeModel(runner, request) {
   };
 }
 
+// An opened model's pictures of every head at once stay within this many bytes: a 1B model's 512
+// heads at 512 × 512 cells would hold 512 MiB in the worker, and the page's last ones as much again.
+const PICTURES_BYTES = 128 * 2 ** 20;
+
+/** Cells a side of the pictures of `planes` heads: MAX_GRID, fewer for models of many heads. */
+export const pictureCells = (planes) => Math.min(MAX_GRID, Math.floor(Math.sqrt(PICTURES_BYTES / (4 * planes))));
+
 /**
  * The opened Hugging Face model (openFolder) over request.text, tokenized as HF's default encode
  * does (special tokens included), cut at OPENED_MAX_TOKENS with a note; with request.generate,
- * one greedy token first (AttentionRunner#generateOpened). Up to a picture's cells (MAX_GRID
+ * one greedy token first (AttentionRunner#generateOpened). Up to a picture's cells (pictureCells
  * tokens) every layer's heads as [layers · heads, t, t], whole, written there by the forward (one
  * copy of them in the worker); past them, pictures of request.window, each layer's weights
  * max-pooled into them as the forward finishes the layer (its onLayer: one layer's weights held,
@@ -445,7 +465,7 @@ async function computeModel(runner, request) {
 async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
   if (!runner.opened) throw new Error('No model folder is open.');
   const started = performance.now();
-  const { folder: { model, name }, standardScores, standardLength } = runner.opened;
+  const { folder: { model, name }, standardLength } = runner.opened;
   let text = request.text;
   let generated = null;
   const phases = {};
@@ -465,14 +485,15 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
   const forwardStarted = performance.now();
   const wanted = { outputHiddenStates: true, logits: causal ? 'last' : 'none', signal };
   let pictures, textScores, logits;
-  if (t > MAX_GRID) {
+  const pooled = t > pictureCells(H);
+  if (pooled) {
     // Each layer's weights pooled into the window's cells as the forward finishes the layer (its
     // onLayer): one layer's [heads, t, t] held at a time, each streamed layer read once.
-    const grid = gridOf(t, t, request.window);
+    const grid = gridOf(t, t, request.window, pictureCells(H));
     const scorer = grid.row > 0 || grid.rowEnd < t ? null : new HeadScorer(model.layers, heads, inductionTargets(ids));
     const masked = causalCells(grid);
     const cells = grid.rows * grid.cols;
-    pictures = { grid, weights: new Float32Array(H * cells), checks: noFindings(), masked };
+    pictures = { grid, weights: runner.pictureArray(H * cells), checks: noFindings(), masked };
     const pool = (layer, { attentions: { data } }) => {
       poolCausalRows(pictures, heads, scorer, layer, (h) => data.subarray((h * t + grid.row) * t, (h * t + grid.rowEnd) * t), grid.row, grid.rowEnd - grid.row, t);
       onLayer?.(layer, pooledPlanes(pictures.weights.subarray(layer * heads * cells, (layer + 1) * heads * cells), heads, grid.rows, grid.cols, masked, LAYER_PICTURE));
@@ -484,7 +505,7 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
   } else {
     // Every layer's weights straight into the one array the views read; each layer's go to the
     // page as soon as it is done (the forward's progress follows each layer).
-    const weights = new Float32Array(H * t * t);
+    const weights = runner.pictureArray(H * t * t);
     const grid = gridOf(t, t);
     const masked = causal ? causalCells(grid) : new Uint8Array(t * t);
     const layerDone = (progress) => {
@@ -501,6 +522,12 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
     textScores = headScores(forward.attentions.map((layer) => layer.data), heads, inductionTargets(ids)).flat();
   }
   const forwardMs = performance.now() - forwardStarted;
+  // The first text of a model: its heads' standard scores after its own grid (see openFolder).
+  if (runner.opened.standardScores === null) {
+    const scoring = performance.now();
+    await runner.scoreStandard(signal, onProgress && ((progress) => onProgress({ ...progress, phase: 'scoring' })));
+    phases.standardScores = performance.now() - scoring;
+  }
   const { grid, weights, checks } = pictures;
   return {
     kind: 'opened',
@@ -520,7 +547,7 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
     fullyMasked: [],
     weightsShape: [1, H, grid.rows, grid.cols],
     outputShape: [1, t, heads * model.headDim],
-    call: (t > MAX_GRID
+    call: (pooled
       ? `${name}: model.forward(ids [${t}], { outputHiddenStates: true, onLayer }), each layer's weights [1, ${heads}, ${t}, ${t}] pooled into the window as the layer finishes`
       : `${name}: model.forward(ids [${t}], { outputAttentions: true, outputHiddenStates: true }), every layer's weights [1, ${heads}, ${t}, ${t}]`)
       + (generated ? ', after model.generate(ids, { maxNewTokens: 1 })' : ''),
@@ -534,7 +561,7 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
       streamed: model.streamed,
       layers: model.layers,
       heads,
-      scores: standardScores,
+      scores: runner.opened.standardScores,
       standardLength,
       textScores,
       next: logits ? topPredictions(logits.data, vocab, TOP_PREDICTIONS) : null,

@@ -10,7 +10,7 @@
 //               { type: 'predict', id, request }            the next tokens at a position (runner.js)
 //               { type: 'cancel', id }                      stops the compute request `id` (an opened
 //                                                           model's run) between two layers
-//               { type: 'recycle', weights }                the trained model's last pictures, which
+//               { type: 'recycle', weights }                a model's last pictures (trained or opened), which
 //                                                           the page no longer reads: the next ones
 //                                                           are pooled into them (runner.js)
 //               { type: 'openModel', id, files }            a Hugging Face model folder (runner.js
@@ -26,10 +26,13 @@
 //                                                           compute request `id`: its heads' pictures
 //                                                           [heads, rows, cols] (runner.js run()) and
 //                                                           the model's { name, modelType, layers,
-//                                                           heads, scores, standardLength }
+//                                                           heads, scores (null until the first
+//                                                           text's forward is done), standardLength }
 //               { type: 'progress', phase, done, total }    while a model folder opens (phase
 //                                                           'reading': bytes; 'loading': layers), and
-//                                                           while an opened model runs ('forward')
+//                                                           while an opened model runs ('forward'; then
+//                                                           'scoring': its heads on the standard sequence,
+//                                                           after its first text)
 //               { type: 'model', id, ok, message? | ...}    { name, modelType, layers, heads, dtype,
 //                                                           streamed, standardLength, memory: the package's
 //                                                           stats() }

@@ -75,6 +75,10 @@ test('opening each model folder: its grid, labels and a head exported as JSON ma
     const cells = await page.$$eval('.grid-cell', (all) => all.map((cell) => [Number(cell.dataset.layer), Number(cell.dataset.head)]));
     assert.equal(cells.length, layers * heads, `${name}: a cell per layer and head`);
     assert.deepEqual(cells.at(-1), [layers, heads]);
+    // Under each cell its induction score on the standard sequence, which a newly opened model
+    // computes after its first text's grid is drawn.
+    assert.deepEqual(await page.$$eval('.grid-cell .scores', (all) => all.map((caption) => caption.textContent)),
+      result.model.scores.map(({ induction }) => (induction === null ? '–' : induction.toFixed(2))));
     // Each head's induction and previous-token scores, on the standard sequence and on the text.
     assert.match(await page.textContent('#model-scores'),
       /^Strongest induction head: L\d+ H\d+ \(\d\.\d\d on \d+ random tokens repeated\)(; on your text L\d+ H\d+ \(\d\.\d\d\)|; your text repeats no span of 3 tokens, so it has none)\./);

@@ -9,11 +9,11 @@ import { after, before, test } from 'node:test';
 
 import { init } from 'attention-wasm';
 
-import { gridOf } from '../../web/grid.js';
+import { MAX_GRID, gridOf } from '../../web/grid.js';
 import { TrainedModel } from '../../web/model.js';
-import { headScores, inductionTargets, repeatTargets } from '../../web/scores.js';
+import { headScores, inductionTargets, repeatTargets, repeatedRandomIds } from '../../web/scores.js';
 import { aboutParts, modelNeuron } from '../../web/neuron.js';
-import { AttentionRunner, modelPictures } from '../../web/runner.js';
+import { AttentionRunner, modelPictures, pictureCells } from '../../web/runner.js';
 import { TOLERANCE, maxRelativeError } from './helpers.js';
 
 const read = (path) => readFileSync(new URL(path, import.meta.url));
@@ -200,8 +200,18 @@ test("an opened model past 512 tokens: pictures of its heads, each cell the larg
   }
   for (const window of [null, { row: t - 200, col: t - 300, size: 150 }]) {
     const before = { ...calls };
-    const result = await runner.run({ kind: 'opened', text, window });
-    assert.deepEqual({ forward: calls.forward - before.forward, project: calls.project - before.project }, { forward: 1, project: 0 });
+    const layersDrawn = [];
+    const result = await runner.run({ kind: 'opened', text, window }, { onLayer: (layer) => layersDrawn.push({ layer, forwards: calls.forward - before.forward }) });
+    // The model's first run also scores its heads on the standard sequence, in a forward of its
+    // own after the text's: every layer of the text is drawn before it starts.
+    const first = window === null;
+    assert.deepEqual({ forward: calls.forward - before.forward, project: calls.project - before.project }, { forward: first ? 2 : 1, project: 0 });
+    assert.deepEqual(layersDrawn, Array.from({ length: model.layers }, (_, layer) => ({ layer, forwards: 1 })));
+    if (first) {
+      const standardIds = repeatedRandomIds(Math.floor(0.1 * model.vocabSize), Math.ceil(0.9 * model.vocabSize), runner.opened.standardLength);
+      const standard = await model.forward(standardIds, { outputAttentions: true, logits: 'none' });
+      assert.deepEqual(result.model.scores, headScores(standard.attentions.map((layer) => layer.data), model.heads, repeatTargets(standardIds.length, runner.opened.standardLength)).flat());
+    }
     // The whole map's scores on the text come from the same rows (none for a window).
     if (window === null) {
       const want = headScores(attentions.map((layer) => layer.data), model.heads, inductionTargets(ids)).flat();
@@ -348,4 +358,14 @@ test("an opened decoder's next tokens, after the last token and after any other,
   const bert = await openedRunner('bert');
   await assert.rejects(bert.runner.run({ kind: 'opened', text: 'the cat', generate: true }), /BERT is an encoder/);
   await bert.runner.opened.folder.dispose();
+});
+
+test("an opened model's pictures of every head stay within 128 MiB: fewer cells for models of many heads", () => {
+  // The fixtures' few heads keep MAX_GRID cells; Llama-3.2-1B's 16 × 32 heads get 256 (8 tokens a
+  // cell at 2048), Llama-3.1-8B's 32 × 32 get 181.
+  assert.equal(pictureCells(2 * 4), MAX_GRID);
+  assert.equal(pictureCells(16 * 32), 256);
+  assert.equal(pictureCells(32 * 32), 181);
+  for (const planes of [1, 128, 336, 512, 1024, 4096]) assert.ok(4 * planes * pictureCells(planes) ** 2 <= 128 * 2 ** 20, `${planes} heads`);
+  assert.deepEqual(gridOf(2048, 2048, null, pictureCells(16 * 32)), { row: 0, col: 0, rowEnd: 2048, colEnd: 2048, step: 8, rows: 256, cols: 256 });
 });
