@@ -43,6 +43,27 @@ export class HeapScope {
     return into.length === length ? into : into.subarray(0, length);
   }
 
+  /**
+   * The `length` floats at `pointer` (allocated here) left out of free(): → { data, shape,
+   * release() }, `data` a view made when read (a view made before memory grew may be detached),
+   * release() freeing them (once).
+   */
+  lend(pointer, length, shape) {
+    this.#pointers = this.#pointers.filter((kept) => kept !== pointer);
+    const wasm = this.#wasm;
+    let held = true;
+    return {
+      shape,
+      get data() {
+        return new Float32Array(heapBuffer(wasm), pointer, length);
+      },
+      release() {
+        if (held) wasm._free(pointer);
+        held = false;
+      },
+    };
+  }
+
   free() {
     for (const pointer of this.#pointers) this.#wasm._free(pointer);
     this.#pointers = [];

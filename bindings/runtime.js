@@ -3,7 +3,7 @@
 import { AttentionError, shapeString } from './errors.js';
 import { HeapScope, heapBuffer } from './heap.js';
 import { unload } from './loader.js';
-import { numel } from './validate.js';
+import { LEND, numel } from './validate.js';
 
 // Symbol.dispose where the engine has it, else the symbol esbuild's and TypeScript's lowered
 // `using` look up.
@@ -146,8 +146,12 @@ export class Runtime {
       });
       throwIfFailed(call(inputPointers, outputPointers, heap));
       // Each output is copied out of the heap: into the caller's array when it gave one (`into`,
-      // checked for its length), else a new one.
-      return outputs.map(([shape, , , into], i) => (shape ? { data: heap.copyOutFloats(outputPointers[i], numel(shape), into), shape } : null));
+      // checked for its length), else a new one; or lent where the caller asked (LEND).
+      return outputs.map(([shape, , , into], i) => {
+        if (!shape) return null;
+        if (into === LEND) return heap.lend(outputPointers[i], numel(shape), shape);
+        return { data: heap.copyOutFloats(outputPointers[i], numel(shape), into), shape };
+      });
     } finally {
       heap.free();
     }

@@ -70,10 +70,15 @@ export function resultEntries(out, outputShape, weightsShape, outputOverInput = 
   ];
 }
 
-// An array a result is written into (opts.out): a Float32Array with room for `shape`; null and
-// undefined mean none (a new array).
+// out.weights of the package's whole-model code (bindings/models): the weights stay where the
+// call wrote them in wasm memory, lent to the caller until it releases them (HeapScope#lend), where
+// a layer's at 2048 tokens would otherwise exist twice (512 MiB each for 32 heads).
+export const LEND = Symbol.for('attention-wasm.lend');
+
+// An array a result is written into (opts.out): a Float32Array with room for `shape`, or LEND;
+// null and undefined mean none (a new array).
 function checkOutArray(value, argument, shape) {
-  if (value === null || value === undefined) return null;
+  if (value === null || value === undefined || value === LEND) return value ?? null;
   if (!(value instanceof Float32Array)) throw new AttentionError(argument, 'a Float32Array', describe(value));
   if (value.length < numel(shape))
     throw new AttentionError(argument, `a Float32Array of at least ${numel(shape)} elements (the result ${shapeString(shape)})`, describe(value));

@@ -68,8 +68,10 @@ export interface ForwardOptions {
    * Called as each layer finishes, with that layer's attentions `[N, heads, t, t]` (as
    * `outputAttentions` gives them, head mask applied), and awaited before the next layer runs.
    * Without `outputAttentions` the data is valid until the callback returns (or its promise
-   * settles): the next layer writes over it, so only one layer's weights are ever held. Copy or
-   * pool what you keep. A throw (or a rejection) rejects the forward.
+   * settles): it is a view of the instance's wasm memory, where the attention wrote it, freed
+   * after the call, so only one layer's weights are ever held, once. Copy or pool what you keep,
+   * and read it before calling the instance again (memory that grows may detach the view). A
+   * throw (or a rejection) rejects the forward.
    */
   onLayer?: (layer: number, output: { attentions: ResultTensor }) => void | Promise<void>;
   signal?: AbortSignal;

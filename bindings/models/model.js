@@ -4,7 +4,7 @@
 // token and freeing it. The output head is built only when logits are asked; embedding rows are
 // read for the ids given.
 import { AttentionError, describe, shapeString } from '../errors.js';
-import { checkBoolean, checkChoice, checkNumber, checkOptions, checkTokenMask } from '../validate.js';
+import { LEND, checkBoolean, checkChoice, checkNumber, checkOptions, checkTokenMask } from '../validate.js';
 import { ReadBuffers } from './checkpoint.js';
 import { linearFrom, linearHead } from './parts.js';
 import { checkSampling, sampleNext } from './sampling.js';
@@ -263,13 +263,14 @@ export class Model {
   /**
    * The layers over `rows` (Int32Array each), and the logits asked for; `caches` (generation):
    * one KVCache per layer, `past` the positions they hold. `onLayer(layer, { attentions })` sees
-   * each layer's weights as they are done: without outputAttentions they are written into one
-   * array, the next layer's over the last one's, so that only one layer's are ever held.
+   * each layer's weights as they are done: without outputAttentions they are lent where the
+   * attention wrote them in wasm memory (LEND) and freed after the call, so that only one layer's
+   * are ever held, once.
    */
   async run(rows, { attentionMask = null, headMask = null, outputAttentions = false, attentionsOut = null, outputHiddenStates = false, logits = 'last', signal, onProgress = null, onLayer = null, caches = null, past = 0 }) {
     const n = rows.length, t = rows[0].length, { heads, layers } = this;
     const needWeights = outputAttentions || onLayer !== null;
-    const layerWeights = onLayer && !outputAttentions ? new Float32Array(n * heads * t * t) : null;
+    const lent = onLayer && !outputAttentions;
     const ids = new Int32Array(n * t);
     rows.forEach((row, b) => ids.set(row, b * t));
     const positions = tokenPositions(attentionMask, n, t, past);
@@ -280,7 +281,7 @@ export class Model {
     const family = this.family;
     const ctx = (layer) => {
       const headRow = headMask && headMask.subarray(layer * heads, (layer + 1) * heads);
-      const weightsOut = attentionsOut ? attentionsOut.subarray(layer * n * heads * t * t, (layer + 1) * n * heads * t * t) : layerWeights;
+      const weightsOut = attentionsOut ? attentionsOut.subarray(layer * n * heads * t * t, (layer + 1) * n * heads * t * t) : lent ? LEND : null;
       const cache = caches ? caches[layer] : null;
       return {
         n, t, buffers, needWeights, weightsOut, headMask: headRow, attentionMask, cache,
@@ -297,9 +298,13 @@ export class Model {
     this.bytesRead = 0;
     const shape = [n, heads, t, t];
     await this.runLayers(x, ctx, async (layer, weights) => {
-      attentions?.push(weights);
-      hiddenStates?.push(x.slice());
-      await onLayer?.(layer, { attentions: { data: weights.data, shape } });
+      try {
+        attentions?.push(weights);
+        hiddenStates?.push(x.slice());
+        await onLayer?.(layer, { attentions: { data: weights.data, shape } });
+      } finally {
+        if (lent) weights.release();
+      }
     }, signal, onProgress);
     const final = family.final(x, this.globals);
     if (hiddenStates) hiddenStates[layers] = final === x ? x.slice() : final;
