@@ -302,8 +302,8 @@ function showScores() {
   dom.modelScores.textContent = `${line('induction', 'Strongest induction head')} ${line('previousToken', 'Strongest previous-token head')}`;
 }
 
-/** Which model a grid shows: its kind, name and shape. */
-const gridKey = (kind, model) => `${kind}:${model.name}:${model.layers}×${model.heads}`;
+/** Which model a grid shows: its kind, name, shape and (an opened model) which folder opened. */
+const gridKey = (kind, model) => `${kind}:${model.name}:${model.openId ?? ''}:${model.layers}×${model.heads}`;
 
 /** A model's layers × heads grid with its legend, empty (buildModelGrid), for the model `key` names. */
 function layOutModelGrid(model, key) {

@@ -64,6 +64,7 @@ export class AttentionRunner {
     this.neuronLayer = null; // see neuronParts()
     this.spare = null; // pictures the page gave back (worker.js's 'recycle'), for pictureArray()
     this.ablationBaseline = null; // the last unablated logits (ablate())
+    this.opens = 0; // folders opened: each gets its own grid, even with a name and shape seen before
   }
 
   /** Loads a MultiheadAttention from a file's { id, config, stateDict }; throws the API's error. */
@@ -132,7 +133,7 @@ export class AttentionRunner {
     const folder = await openModelFolder(this.attn, files, { onProgress });
     const { model } = folder;
     const length = Math.min(50, Math.floor(model.maxPositions / 2));
-    this.opened = { folder, standardScores: null, standardLength: length };
+    this.opened = { folder, standardScores: null, standardLength: length, openId: ++this.opens };
     return { name: folder.name, modelType: model.modelType, layers: model.layers, heads: model.heads, dtype: model.dtype, streamed: model.streamed, standardLength: length };
   }
 
@@ -149,12 +150,12 @@ export class AttentionRunner {
   }
 
   /**
-   * What the page needs of the opened model to lay out its grid: { name, modelType, layers, heads,
-   * scores (null until scoreStandard), standardLength }.
+   * What the page needs of the opened model to lay out its grid: { name, openId, modelType,
+   * layers, heads, scores (null until scoreStandard), standardLength }.
    */
   openedInfo() {
-    const { folder: { name, model }, standardScores, standardLength } = this.opened;
-    return { name, modelType: model.modelType, layers: model.layers, heads: model.heads, scores: standardScores, standardLength };
+    const { folder: { name, model }, standardScores, standardLength, openId } = this.opened;
+    return { name, openId, modelType: model.modelType, layers: model.layers, heads: model.heads, scores: standardScores, standardLength };
   }
 
   /** The trained model's next token after `text`, greedily, through f16 KV caches (model.generate). */
@@ -556,6 +557,7 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
     workerMs: performance.now() - started,
     model: {
       name,
+      openId: runner.opened.openId,
       text,
       modelType: model.modelType,
       streamed: model.streamed,

@@ -25,7 +25,7 @@
 //                                                           an opened model's layer done during the
 //                                                           compute request `id`: its heads' pictures
 //                                                           [heads, rows, cols] (runner.js run()) and
-//                                                           the model's { name, modelType, layers,
+//                                                           the model's { name, openId, modelType, layers,
 //                                                           heads, scores (null until the first
 //                                                           text's forward is done), standardLength }
 //               { type: 'progress', phase, done, total }    while a model folder opens (phase

@@ -196,6 +196,26 @@ test("head ablation on an opened decoder; BERT's button is off (it predicts mask
   assert.deepEqual(browser.errors, []);
 });
 
+test('a folder opened again gets a grid of its own, though its name and shape are the last one\'s', { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  const ref = await reference('llama-gqa');
+  await page.fill('[data-testid="text"]', ref.text);
+  assert.equal((await openFolder(page, join(MODELS, 'llama-gqa'))).state, 'ready');
+  const first = (await readResult(page)).model.openId;
+  await page.$$eval('.grid-cell', (cells) => cells.forEach((cell) => { cell.dataset.before = 'yes'; }));
+  await page.setInputFiles('[data-testid="open-model"]', join(MODELS, 'llama-gqa'));
+  await page.waitForFunction((first) => {
+    const text = document.getElementById('attention-result').textContent;
+    return document.body.dataset.state === 'ready' && JSON.parse(text).model?.openId > first;
+  }, first, { timeout: STEP_TIMEOUT });
+  assert.equal(await page.locator('.grid-cell[data-before]').count(), 0, 'the last grid is gone');
+  const result = await readResult(page);
+  assert.deepEqual(await page.$$eval('.grid-cell .scores', (all) => all.map((caption) => caption.textContent)),
+    result.model.scores.map(({ induction }) => (induction === null ? '–' : induction.toFixed(2))));
+  assert.deepEqual(browser.errors, []);
+});
+
 test('a folder the viewer cannot open says which file is missing, and the next one opens', { timeout: 60_000 }, async () => {
   const { page, server } = browser;
   await openDemo(page, server);
