@@ -97,6 +97,40 @@ function rendererPssMib() {
   return kib / 1024;
 }
 
+// The rate (GB/s) at which the page reads `file` as a File: Blob slices of 16 MiB through
+// byte-stream readers into one buffer (bindings/models/source.js), up to 1 GiB of it.
+async function pageReadRate(page, file) {
+  await page.evaluate(() => {
+    const input = document.createElement('input');
+    input.type = 'file';
+    input.id = 'bench-read-rate';
+    input.hidden = true;
+    document.body.append(input);
+  });
+  await page.setInputFiles('#bench-read-rate', file);
+  return page.evaluate(async () => {
+    const input = document.getElementById('bench-read-rate');
+    const [blob] = input.files;
+    const chunk = 16 * 2 ** 20, size = Math.min(blob.size, 2 ** 30);
+    let buffer = new ArrayBuffer(chunk);
+    const started = performance.now();
+    for (let begin = 0; begin < size; begin += chunk) {
+      const length = Math.min(chunk, size - begin);
+      const reader = blob.slice(begin, begin + length).stream().getReader({ mode: 'byob' });
+      for (let done = 0; done < length;) {
+        const { value, done: ended } = await reader.read(new Uint8Array(buffer, done, length - done));
+        if (ended) break;
+        buffer = value.buffer;
+        done += value.length;
+      }
+      reader.releaseLock();
+    }
+    const gbps = size / ((performance.now() - started) * 1e6);
+    input.remove();
+    return gbps;
+  });
+}
+
 // In the page: each change of the grid's layers drawn and each published result, with Date.now().
 function recordFill() {
   window.__fill = [];
@@ -142,7 +176,7 @@ async function timedRun(page, text, layers, start, timeoutMs) {
  * bench/open.mjs's CONFIGS (a random-weight bf16 checkpoint of that shape, written under
  * os.tmpdir() and removed at the end). → rows, printed with the goals (report.mjs).
  */
-export async function pageModelBench({ model: target, quick, json }) {
+export async function pageModelBench({ model: target, quick, skipLong, json }) {
   const named = Object.hasOwn(CONFIGS, target);
   const words = quick ? 20 : 200;
   const longTokens = quick ? 600 : LONG_TOKENS; // quick: past 512, the pooled pictures' path
@@ -204,6 +238,8 @@ export async function pageModelBench({ model: target, quick, json }) {
     try {
       const { page } = browser;
       await openDemo(page, browser.server);
+      const pageGbps = roofline ? await pageReadRate(page, file) : null;
+      if (roofline) console.log(`the page reads ${path.basename(file)} as a File at ${pageGbps.toFixed(2)} GB/s`);
       await page.fill('[data-testid="text"]', openText);
       await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
       await page.evaluate(recordFill);
@@ -222,7 +258,7 @@ export async function pageModelBench({ model: target, quick, json }) {
           return t0;
         }],
         ['text', runText, setText(runText)],
-        ['text-long', longText, setText(longText)],
+        ...(skipLong ? [] : [['text-long', longText, setText(longText)]]),
       ];
       for (const [scenario, value, start] of scenarios) {
         const run = await timedRun(page, value, layers, start, timeoutMs);
@@ -232,6 +268,7 @@ export async function pageModelBench({ model: target, quick, json }) {
           streamed: run.result.model.streamed ?? null, first_layer_ms: run.first_layer_ms, grid_ms: run.grid_ms, result_ms: run.result_ms,
           pss_mib: run.pss_mib, read_gbps: gbps, linear_gflops: gflops,
           roofline_ms: roofline ? rooflineMs(partsOf(config, tensors, tokens), gbps, gflops) : null,
+          page_read_gbps: pageGbps, page_roofline_ms: roofline ? rooflineMs(partsOf(config, tensors, tokens), pageGbps, gflops) : null,
         };
         rows.push(row);
         console.log(`  ${scenario}: ${tokens} tokens, first layer ${row.first_layer_ms} ms, grid ${row.grid_ms} ms, renderer PSS ${row.pss_mib.toFixed(0)} MiB`);
@@ -245,11 +282,14 @@ export async function pageModelBench({ model: target, quick, json }) {
       ['scenario', 9, (r) => r.scenario, 'left'], ['tokens', 6, (r) => r.tokens], ['streamed', 8, (r) => (r.streamed ? 'yes' : 'no')],
       ['1st layer ms', 12, (r) => r.first_layer_ms.toFixed(0)], ['grid ms', 8, (r) => r.grid_ms.toFixed(0)], ['result ms', 9, (r) => r.result_ms.toFixed(0)],
       ['roofline', 8, (r) => r.roofline_ms?.toFixed(0) ?? '-'], ['÷ roof', 6, (r) => (r.roofline_ms ? (r.grid_ms / r.roofline_ms).toFixed(2) : '-')],
+      ['page roof', 9, (r) => r.page_roofline_ms?.toFixed(0) ?? '-'], ['÷ page', 6, (r) => (r.page_roofline_ms ? (r.grid_ms / r.page_roofline_ms).toFixed(2) : '-')],
       ['PSS MiB', 8, (r) => r.pss_mib.toFixed(0)],
     ]);
-    console.log(`\n${label} in the viewer (Chromium, 2 threads): open = from the folder input (the page's standard sequence, then the`);
-    console.log(`text of ${words} words); text, text-long = a new text on the open model (from its input event, the page's 250 ms pause included);`);
-    console.log('grid = every layer drawn; roofline = bench/open.mjs\'s for that many tokens; PSS = the renderer\'s peak (its workers inside)');
+    console.log(`\n${label} in the viewer (Chromium, 2 threads): open = from the folder input (the text of ${words} words; the result comes`);
+    console.log('after the heads are scored on the standard sequence); text, text-long = a new text on the open model (from its input event,');
+    console.log('the page\'s 250 ms pause included);');
+    console.log('grid = every layer drawn; roofline = bench/open.mjs\'s for that many tokens; page roof = the same at the page\'s File read rate;');
+    console.log('PSS = the renderer\'s peak (its workers inside)');
     console.log(table.header());
     for (const row of rows) console.log(table.row(row));
     for (const row of rows) {
@@ -263,7 +303,7 @@ export async function pageModelBench({ model: target, quick, json }) {
       }
       goals.push(`${what}: renderer PSS ${row.pss_mib.toFixed(0)} MiB (goal < ${PSS_GOAL_MIB} MiB): ${row.pss_mib < PSS_GOAL_MIB ? 'met' : 'missed'}`);
     }
-    if (rows.at(-1).tokens < longTokens) notes.push(`text-long: ${rows.at(-1).tokens} tokens, not ${longTokens} (the model's max_position_embeddings?)`);
+    if (!skipLong && rows.at(-1).tokens < longTokens) notes.push(`text-long: ${rows.at(-1).tokens} tokens, not ${longTokens} (the model's max_position_embeddings?)`);
     goals.push(...notes.map((note) => `note: ${note}`));
   } finally {
     await cleanUp();
