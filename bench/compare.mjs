@@ -2,12 +2,14 @@
 // once, so the machine's drift (±30 % between minutes on a shared VM) slows them alike, where
 // separate `npm run bench` runs minutes apart cannot tell a few per cent from noise.
 //
-//   node bench/compare.mjs [--L 2048] [--rounds 12] [--threads 1] [--sdpa | --decode] DIST_A DIST_B ...
+//   node bench/compare.mjs [--L 2048] [--rounds 12] [--threads 1] [--sdpa [--softcap C] | --decode] DIST_A DIST_B ...
 //
 // Each DIST is a built `dist/` directory (for an older commit: `git worktree add ../old <commit>`,
 // then `npm ci && npm run build` there). The problem is the bench's MultiheadAttention forward
 // (causal, weights off); `--sdpa` times causal scaledDotProductAttention on [1, 8, L, 64] instead,
-// `--decode` one decode step (32 query heads over an f32 KVCache of 8 heads of 128, L positions).
+// `--sdpa --softcap C` with a soft cap of C, each build's plain causal SDPA timed beside it in the
+// same rounds (the cap's cost over it is printed per build), `--decode` one decode step (32 query
+// heads over an f32 KVCache of 8 heads of 128, L positions).
 // Prints min and median ms per build, and the largest difference between the builds' outputs.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -23,18 +25,21 @@ const { values, positionals: dists } = parseArgs({
     rounds: { type: 'string', default: '12' },
     threads: { type: 'string', default: '1' },
     sdpa: { type: 'boolean', default: false },
+    softcap: { type: 'string' },
     decode: { type: 'boolean', default: false },
   },
 });
-if (dists.length < 2) throw new Error('usage: node bench/compare.mjs [--L N] [--rounds N] [--threads N] [--sdpa] DIST_A DIST_B ...');
+if (dists.length < 2) throw new Error('usage: node bench/compare.mjs [--L N] [--rounds N] [--threads N] [--sdpa [--softcap C] | --decode] DIST_A DIST_B ...');
 const L = Number(values.L), rounds = Number(values.rounds), threads = Number(values.threads);
+const softcap = values.softcap === undefined ? undefined : Number(values.softcap);
+if (softcap !== undefined && !values.sdpa) throw new Error('--softcap needs --sdpa');
 
 const x = input(L);
 const builds = [];
 for (const dist of dists) {
   const { init } = await import(pathToFileURL(path.resolve(dist, 'index.mjs')).href);
   const attn = await init({ threads });
-  let run;
+  let run, plain;
   if (values.decode) {
     const cache = new attn.KVCache({ heads: 8, headDim: 128, maxLength: L });
     const rows = { data: input(2 * L), shape: [1, 8, L, 128] };
@@ -43,23 +48,32 @@ for (const dist of dists) {
     run = () => cache.attend(query).output.data;
   } else if (values.sdpa) {
     const qkv = { data: x.subarray(0, H * L * HEAD_DIM), shape: [1, H, L, HEAD_DIM] };
-    run = () => attn.scaledDotProductAttention(qkv, qkv, qkv, { isCausal: true }).output.data;
+    const sdpa = (options) => () => attn.scaledDotProductAttention(qkv, qkv, qkv, { isCausal: true, ...options }).output.data;
+    run = sdpa({ softcap });
+    if (softcap !== undefined) plain = sdpa({});
   } else {
     const mha = new attn.MultiheadAttention(E, H).loadStateDict(stateDict());
     const query = { data: x, shape: [L, 1, E] };
     run = () => mha.forward(query, null, null, { isCausal: true, needWeights: false }).output.data;
   }
-  builds.push({ dist, run });
+  builds.push({ dist, run, plain });
 }
 
 const outputs = builds.map(({ run }) => run());
 // One run of each build per round, after at least a second of warm-up (V8 runs wasm on its
 // baseline tier until TurboFan has compiled the hot functions).
-const timings = await measureAlternating(builds.map(({ run }) => run), { warmup: 1, warmupMs: 1000, minRuns: rounds, maxRuns: rounds, budgetMs: 0 });
+const runs = builds.flatMap(({ run, plain }) => (plain ? [run, plain] : [run]));
+const all = await measureAlternating(runs, { warmup: 1, warmupMs: 1000, minRuns: rounds, maxRuns: rounds, budgetMs: 0 });
+const perBuild = softcap === undefined ? 1 : 2;
+const timings = builds.map((_, i) => all[i * perBuild]);
+const plainTimings = builds.map((_, i) => all[i * perBuild + 1]);
 
-const problem = values.decode ? `decode step, 32 query heads over an f32 cache [1, 8, ${L}, 128]` : values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
+const capped = softcap === undefined ? '' : `, softcap ${softcap}`;
+const problem = values.decode ? `decode step, 32 query heads over an f32 cache [1, 8, ${L}, 128]` : values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]${capped}` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
 console.log(`${problem}, ${threads} thread(s), ${rounds} rounds in alternation`);
-for (const [i, { dist }] of builds.entries())
-  console.log(`  ${dist.padEnd(30)} min ${timings[i].min_ms.toFixed(1).padStart(8)} ms   median ${timings[i].median_ms.toFixed(1).padStart(8)} ms`);
+for (const [i, { dist }] of builds.entries()) {
+  const cost = softcap === undefined ? '' : `   ${(100 * (timings[i].median_ms / plainTimings[i].median_ms - 1)).toFixed(1).padStart(5)} % over its plain causal (median ${plainTimings[i].median_ms.toFixed(1)} ms)`;
+  console.log(`  ${dist.padEnd(30)} min ${timings[i].min_ms.toFixed(1).padStart(8)} ms   median ${timings[i].median_ms.toFixed(1).padStart(8)} ms${cost}`);
+}
 const maxDiff = Math.max(...outputs.slice(1).map((output) => maxAbsError(output, outputs[0])));
 console.log(`  max |difference| between the builds' outputs: ${maxDiff.toExponential(1)}`);
