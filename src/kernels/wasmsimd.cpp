@@ -447,39 +447,49 @@ float scale_bias_max__wasmsimd(float* s, const float* bias, size_t n, float scal
   });
 }
 
-// The kernels' one tanh (the soft cap, additive scores), as Eigen's generic_fast_tanh_float: x
-// clamped to ±7.9053 (where float's tanh is ±1), then a rational x·P(x²)/Q(x²) of degrees 13 and
-// 6: 14 instructions with one division, where the exp-based form it replaced took about 22 (a soft
-// cap measured +19 % over plain causal with it). Error 3.4e-7 on every float, relative near 0 too,
-// so a cap far above the scores leaves them as they are (the differential fuzzer found the exp
-// form's 1 − e cancelling to 0 there). pmin/pmax keep a NaN x (it is their first operand), and
-// NaN stays NaN; ±Inf give ±1.
-inline v128_t tanh_rational_f32x4(v128_t x) {
-  const v128_t limit = wasm_f32x4_splat(7.90531110763549805f);
-  x = wasm_f32x4_pmax(wasm_f32x4_pmin(x, limit), wasm_f32x4_neg(limit));
-  const v128_t x2 = wasm_f32x4_mul(x, x);
-  v128_t p = madd(wasm_f32x4_splat(2.00018790482477e-13f), x2, wasm_f32x4_splat(-2.76076847742355e-16f));
-  p = madd(wasm_f32x4_splat(-8.60467152213735e-11f), x2, p);
-  p = madd(wasm_f32x4_splat(5.12229709037114e-08f), x2, p);
-  p = madd(wasm_f32x4_splat(1.48572235717979e-05f), x2, p);
-  p = madd(wasm_f32x4_splat(6.37261928875436e-04f), x2, p);
-  p = madd(wasm_f32x4_splat(4.89352455891786e-03f), x2, p);
-  v128_t q = madd(wasm_f32x4_splat(1.18534705686654e-04f), x2, wasm_f32x4_splat(1.19825839466702e-06f));
-  q = madd(wasm_f32x4_splat(2.26843463243900e-03f), x2, q);
-  q = madd(wasm_f32x4_splat(4.89352518554385e-03f), x2, q);
-  return wasm_f32x4_div(wasm_f32x4_mul(x, p), q);
-}
+// The kernels' one tanh (the soft cap, additive scores) times a factor c, as Eigen's
+// generic_fast_tanh_float: x clamped to ±7.9053 (where float's tanh is ±1), then a rational
+// x·P(x²)/Q(x²) of degrees 13 and 6, with c folded into P's coefficients (the soft cap's c·tanh
+// costs no multiply of its own). Error 3.4e-7 on every float, relative near 0 too, so a cap far
+// above the scores leaves them as they are (the differential fuzzer found an exp-based form's
+// 1 − e cancelling to 0 there); it replaced that form's ~22 instructions (+19 % for a soft cap).
+// pmin/pmax keep a NaN x (it is their first operand), and NaN stays NaN; ±Inf give ±c.
+class ScaledTanh {
+ public:
+  explicit ScaledTanh(float c)
+      : p1_(wasm_f32x4_splat(c * 4.89352455891786e-03f)), p3_(wasm_f32x4_splat(c * 6.37261928875436e-04f)),
+        p5_(wasm_f32x4_splat(c * 1.48572235717979e-05f)), p7_(wasm_f32x4_splat(c * 5.12229709037114e-08f)),
+        p9_(wasm_f32x4_splat(c * -8.60467152213735e-11f)), p11_(wasm_f32x4_splat(c * 2.00018790482477e-13f)),
+        p13_(wasm_f32x4_splat(c * -2.76076847742355e-16f)) {}
+
+  // Estrin's scheme in y = x²: P's dependent chain is three multiply-adds after y² where Horner's
+  // was six after y, so more vectors' evaluations overlap in the CPU's window.
+  v128_t operator()(v128_t x) const {
+    const v128_t limit = wasm_f32x4_splat(7.90531110763549805f);
+    x = wasm_f32x4_pmax(wasm_f32x4_pmin(x, limit), wasm_f32x4_neg(limit));
+    const v128_t y = wasm_f32x4_mul(x, x), y2 = wasm_f32x4_mul(y, y);
+    const v128_t high = madd(madd(p9_, y, p11_), y2, p13_);
+    const v128_t p = madd(madd(p1_, y, p3_), y2, madd(madd(p5_, y, p7_), y2, high));
+    const v128_t q = madd(madd(wasm_f32x4_splat(4.89352518554385e-03f), y, wasm_f32x4_splat(2.26843463243900e-03f)), y2,
+                          madd(wasm_f32x4_splat(1.18534705686654e-04f), y, wasm_f32x4_splat(1.19825839466702e-06f)));
+    return wasm_f32x4_div(wasm_f32x4_mul(x, p), q);
+  }
+
+ private:
+  v128_t p1_, p3_, p5_, p7_, p9_, p11_, p13_;
+};
 
 float score_terms_max__wasmsimd(float* s, const float* bias, size_t n, const ScoreTerms& terms) {
   const bool capped = terms.softcap > 0.0f, alibi = terms.alibi_slope != 0.0f;
   const v128_t scale = wasm_f32x4_splat(capped ? terms.scale / terms.softcap : terms.scale);
-  const v128_t cap = wasm_f32x4_splat(terms.softcap), slope = wasm_f32x4_splat(terms.alibi_slope);
+  const ScaledTanh capped_tanh(terms.softcap);
+  const v128_t slope = wasm_f32x4_splat(terms.alibi_slope);
   // Key distances stay exact integers in float up to 2^24.
   const float d = terms.alibi_distance;
   const v128_t first_distances = wasm_f32x4_make(d, d + 1.0f, d + 2.0f, d + 3.0f);
   return transform_max(s, bias, n, [&](v128_t x, const float* b, size_t j) {
     x = wasm_f32x4_mul(x, scale);
-    if (capped) x = wasm_f32x4_mul(tanh_rational_f32x4(x), cap);
+    if (capped) x = capped_tanh(x);
     if (alibi)
       x = madd(x, slope, wasm_f32x4_add(first_distances, wasm_f32x4_splat(static_cast<float>(j))));
     return b ? wasm_f32x4_add(x, wasm_v128_load(b)) : x;
@@ -541,6 +551,7 @@ void scale__wasmsimd(float* x, size_t n, float alpha) {
 
 void tanh_scores__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t lda, const float* B, size_t ldb,
                            const float* w, float* C, size_t ldc) {
+  const ScaledTanh unit_tanh(1.0f);
   for (size_t i = 0; i < M; ++i)
     for (size_t j = 0; j < N; ++j) {
       const float* a = A + i * lda;
@@ -548,13 +559,13 @@ void tanh_scores__wasmsimd(size_t M, size_t N, size_t K, const float* A, size_t 
       v128_t acc = wasm_f32x4_splat(0.0f);
       size_t k = 0;
       for (; k + 4 <= K; k += 4)
-        acc = madd(acc, wasm_v128_load(w + k), tanh_rational_f32x4(wasm_f32x4_add(wasm_v128_load(a + k), wasm_v128_load(b + k))));
+        acc = madd(acc, wasm_v128_load(w + k), unit_tanh(wasm_f32x4_add(wasm_v128_load(a + k), wasm_v128_load(b + k))));
       if (k < K) {  // the last 1..3 lanes, padded with zero weights
         alignas(16) float ta[4] = {}, tb[4] = {}, tw[4] = {};
         std::copy(a + k, a + K, ta);
         std::copy(b + k, b + K, tb);
         std::copy(w + k, w + K, tw);
-        acc = madd(acc, wasm_v128_load(tw), tanh_rational_f32x4(wasm_f32x4_add(wasm_v128_load(ta), wasm_v128_load(tb))));
+        acc = madd(acc, wasm_v128_load(tw), unit_tanh(wasm_f32x4_add(wasm_v128_load(ta), wasm_v128_load(tb))));
       }
       C[i * ldc + j] = horizontal_add(acc);
     }
