@@ -352,6 +352,24 @@ TEST_CASE("score_terms_max keeps small capped arguments to relative precision", 
     }
 }
 
+// The SIMD soft cap takes a polynomial for rows whose scaled scores all lie within the cap and the
+// rational otherwise: both within tanh's 3.4e-7 (times the cap), either side of |s / c| = 1.
+TEST_CASE("score_terms_max's soft cap is as accurate within the cap as beyond it", "[kernels]") {
+  const float cap = 50.0f, above_one = std::nextafter(1.0f, 2.0f);
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (size_t n : kSizes)
+      for (float reach : {1.0f, above_one, 8.0f}) {  // the largest |s / c| of the row
+        INFO(set->name << " n=" << n << " reach=" << reach);
+        std::vector<float> s = random_floats(n, 41, -cap, cap);
+        s[n / 2] = reach * cap;
+        if (n > 1) s[0] = -cap;  // s / c = -1 exactly
+        const std::vector<float> raw = s;
+        set->score_terms_max(s.data(), nullptr, n, {1.0f, cap, 0.0f, 0.0f});
+        for (size_t j = 0; j < n; ++j)
+          REQUIRE(std::fabs(s[j] - cap * std::tanh(double(raw[j]) / cap)) <= 3.5e-7 * cap);
+      }
+}
+
 TEST_CASE("exp_sum exponentiates against the max, exp(-inf) = 0 exactly", "[kernels]") {
   for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
     for (size_t n : kSizes) {
