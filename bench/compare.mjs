@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { E, H, HEAD_DIM, input, maxAbsError, stateDict } from './problem.mjs';
-import { measureAlternating } from './timing.mjs';
+import { measureAlternating, summarize } from './timing.mjs';
 
 const { values, positionals: dists } = parseArgs({
   allowPositionals: true,
@@ -61,18 +61,26 @@ for (const dist of dists) {
 
 const outputs = builds.map(({ run }) => run());
 // One run of each build per round, after at least a second of warm-up (V8 runs wasm on its
-// baseline tier until TurboFan has compiled the hot functions).
+// baseline tier until TurboFan has compiled the hot functions). Rounds are timed one at a time so
+// that each build's soft cap can be set against its plain causal of the same round: the ratio of
+// two runs back to back drifts far less on a shared machine than either median does.
 const runs = builds.flatMap(({ run, plain }) => (plain ? [run, plain] : [run]));
-const all = await measureAlternating(runs, { warmup: 1, warmupMs: 1000, minRuns: rounds, maxRuns: rounds, budgetMs: 0 });
+await measureAlternating(runs, { warmup: 1, warmupMs: 1000, minRuns: 0, maxRuns: 0, budgetMs: 0 });
+const times = runs.map(() => []);
+for (let round = 0; round < rounds; ++round) {
+  const once = await measureAlternating(runs, { warmup: 0, warmupMs: 0, minRuns: 1, maxRuns: 1, budgetMs: 0 });
+  once.forEach(({ min_ms }, i) => times[i].push(min_ms));
+}
 const perBuild = softcap === undefined ? 1 : 2;
-const timings = builds.map((_, i) => all[i * perBuild]);
-const plainTimings = builds.map((_, i) => all[i * perBuild + 1]);
+const timings = builds.map((_, i) => summarize(times[i * perBuild]));
+const costs = builds.map((_, i) =>
+  softcap === undefined ? null : summarize(times[i * perBuild].map((ms, r) => ms / times[i * perBuild + 1][r])));
 
 const capped = softcap === undefined ? '' : `, softcap ${softcap}`;
 const problem = values.decode ? `decode step, 32 query heads over an f32 cache [1, 8, ${L}, 128]` : values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]${capped}` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
 console.log(`${problem}, ${threads} thread(s), ${rounds} rounds in alternation`);
 for (const [i, { dist }] of builds.entries()) {
-  const cost = softcap === undefined ? '' : `   ${(100 * (timings[i].median_ms / plainTimings[i].median_ms - 1)).toFixed(1).padStart(5)} % over its plain causal (median ${plainTimings[i].median_ms.toFixed(1)} ms)`;
+  const cost = costs[i] ? `   ${(100 * (costs[i].median_ms - 1)).toFixed(1).padStart(5)} % over its plain causal (median of the rounds' ratios)` : '';
   console.log(`  ${dist.padEnd(30)} min ${timings[i].min_ms.toFixed(1).padStart(8)} ms   median ${timings[i].median_ms.toFixed(1).padStart(8)} ms${cost}`);
 }
 const maxDiff = Math.max(...outputs.slice(1).map((output) => maxAbsError(output, outputs[0])));
