@@ -98,7 +98,7 @@ const TARBALL_BUDGET = 600_000;
 // quantised queries and widened q8 rows. The models' onLayer and the viewer's changes took
 // index.mjs to 19,965 (+106), and issue #37's soft cap the wasm to 90,305 (+848): a loop of its
 // own for rows within the cap (a polynomial where the rational took twice the instructions: the
-// cap's cost over plain causal from +15 % to +4 %), the pass that picks it, and ALiBi without a
+// cap's cost over plain causal from +13–15 % to +4–8 %), the pass that picks it, and ALiBi without a
 // cap in a loop apart from the rational's. 117,602 in all.
 const PAGE_BUDGET = 110 * 1024 + 4962;
 const PAGE_FILES = ['dist/index.mjs', 'dist/attention-simd.mjs', 'dist/attention-simd.wasm'];
