@@ -9,7 +9,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,8 +63,16 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
     const { rows } = await bench(['--decode', '--quick']);
     checkRows(rows, 'read-bandwidth', ['impl', 'threads', 'gbps']);
     checkRows(rows, 'gemm-rate', ['impl', 'threads', 'gflops']);
-    for (const impl of ['ours-decode-f32', 'ours-decode-f16', 'ours-sdpa-per-step'])
-      checkRows(rows, impl, ['impl', 'context', 'threads', 'median_ms', 'min_ms', 'max_abs_err', 'roofline_ms']);
+    for (const impl of ['ours-decode-f32', 'ours-decode-f16', 'ours-decode-q8', 'ours-sdpa-per-step'])
+      checkRows(rows, impl, ['impl', 'context', 'threads', 'median_ms', 'min_ms', 'max_abs_err', 'roofline_ms', 'gbps', 'of_read']);
+    // The native step is timed where build/native has it (bash scripts/build.sh all).
+    if (existsSync(path.join(root, 'build/native/attention_bench_decode_native'))) {
+      checkRows(rows, 'native-read-bandwidth', ['impl', 'threads', 'gbps']);
+      for (const dtype of ['f32', 'f16', 'q8']) {
+        checkRows(rows, `native-decode-${dtype}`, ['impl', 'context', 'threads', 'median_ms', 'max_abs_err', 'gbps', 'of_read']);
+        checkRows(rows.filter((row) => row.threads === 1), `ours-decode-${dtype}`, ['vs_native']);
+      }
+    }
     checkRows(rows, 'onnxruntime-web-gqa', ['impl', 'context', 'threads', 'median_ms', 'min_ms', 'max_abs_err']);
     checkRows(rows, 'ours-block-decode', ['impl', 'context', 'threads', 'batch', 'median_ms', 'min_ms']);
   });
