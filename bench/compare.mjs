@@ -2,14 +2,16 @@
 // once, so the machine's drift (±30 % between minutes on a shared VM) slows them alike, where
 // separate `npm run bench` runs minutes apart cannot tell a few per cent from noise.
 //
-//   node bench/compare.mjs [--L 2048] [--rounds 12] [--threads 1] [--sdpa [--softcap C] | --decode] DIST_A DIST_B ...
+//   node bench/compare.mjs [--L 2048] [--rounds 12] [--threads 1] [--sdpa [--softcap C] | --decode
+//                          [--dtype f32] [--head-dim 128]] DIST_A DIST_B ...
 //
 // Each DIST is a built `dist/` directory (for an older commit: `git worktree add ../old <commit>`,
 // then `npm ci && npm run build` there). The problem is the bench's MultiheadAttention forward
 // (causal, weights off); `--sdpa` times causal scaledDotProductAttention on [1, 8, L, 64] instead,
 // `--sdpa --softcap C` with a soft cap of C, each build's plain causal SDPA timed beside it in the
 // same rounds (the cap's cost over it is printed per build), `--decode` one decode step (32 query
-// heads over an f32 KVCache of 8 heads of 128, L positions).
+// heads over a KVCache of 8 heads of 128, L positions; `--dtype` f16 or q8 and `--head-dim 64`
+// give bench/decode.mjs's caches).
 // Prints min and median ms per build, and the largest difference between the builds' outputs.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -27,12 +29,15 @@ const { values, positionals: dists } = parseArgs({
     sdpa: { type: 'boolean', default: false },
     softcap: { type: 'string' },
     decode: { type: 'boolean', default: false },
+    dtype: { type: 'string', default: 'f32' },
+    'head-dim': { type: 'string', default: '128' },
   },
 });
-if (dists.length < 2) throw new Error('usage: node bench/compare.mjs [--L N] [--rounds N] [--threads N] [--sdpa [--softcap C] | --decode] DIST_A DIST_B ...');
+if (dists.length < 2) throw new Error('usage: node bench/compare.mjs [--L N] [--rounds N] [--threads N] [--sdpa [--softcap C] | --decode [--dtype D] [--head-dim N]] DIST_A DIST_B ...');
 const L = Number(values.L), rounds = Number(values.rounds), threads = Number(values.threads);
 const softcap = values.softcap === undefined ? undefined : Number(values.softcap);
 if (softcap !== undefined && !values.sdpa) throw new Error('--softcap needs --sdpa');
+const headDim = Number(values['head-dim']);
 
 const x = input(L);
 const builds = [];
@@ -41,10 +46,10 @@ for (const dist of dists) {
   const attn = await init({ threads });
   let run, plain;
   if (values.decode) {
-    const cache = new attn.KVCache({ heads: 8, headDim: 128, maxLength: L });
-    const rows = { data: input(2 * L), shape: [1, 8, L, 128] };
+    const cache = new attn.KVCache({ heads: 8, headDim, maxLength: L, dtype: values.dtype });
+    const rows = { data: input(2 * L).subarray(0, 8 * L * headDim), shape: [1, 8, L, headDim] };
     cache.append(rows, rows);
-    const query = { data: x.subarray(0, 32 * 128), shape: [1, 32, 1, 128] };
+    const query = { data: x.subarray(0, 32 * headDim), shape: [1, 32, 1, headDim] };
     run = () => cache.attend(query).output.data;
   } else if (values.sdpa) {
     const qkv = { data: x.subarray(0, H * L * HEAD_DIM), shape: [1, H, L, HEAD_DIM] };
@@ -77,11 +82,13 @@ const costs = builds.map((_, i) =>
   softcap === undefined ? null : summarize(times[i * perBuild].map((ms, r) => ms / times[i * perBuild + 1][r])));
 
 const capped = softcap === undefined ? '' : `, softcap ${softcap}`;
-const problem = values.decode ? `decode step, 32 query heads over an f32 cache [1, 8, ${L}, 128]` : values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]${capped}` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
+const problem = values.decode ? `decode step, 32 query heads over an ${values.dtype} cache [1, 8, ${L}, ${headDim}]` : values.sdpa ? `causal SDPA [1, ${H}, ${L}, ${HEAD_DIM}]${capped}` : `MultiheadAttention forward, causal, L = ${L}, E = ${E}, H = ${H}`;
 console.log(`${problem}, ${threads} thread(s), ${rounds} rounds in alternation`);
+// A decode step takes about a millisecond: three decimals, and each median over the first build's.
+const digits = values.decode ? 3 : 1;
 for (const [i, { dist }] of builds.entries()) {
   const cost = costs[i] ? `   ${(100 * (costs[i].median_ms - 1)).toFixed(1).padStart(5)} % over its plain causal (median of the rounds' ratios)` : '';
-  console.log(`  ${dist.padEnd(30)} min ${timings[i].min_ms.toFixed(1).padStart(8)} ms   median ${timings[i].median_ms.toFixed(1).padStart(8)} ms${cost}`);
+  console.log(`  ${dist.padEnd(30)} min ${timings[i].min_ms.toFixed(digits).padStart(8)} ms   median ${timings[i].median_ms.toFixed(digits).padStart(8)} ms   ${(timings[i].median_ms / timings[0].median_ms).toFixed(3)}x the first${cost}`);
 }
 const maxDiff = Math.max(...outputs.slice(1).map((output) => maxAbsError(output, outputs[0])));
 console.log(`  max |difference| between the builds' outputs: ${maxDiff.toExponential(1)}`);
