@@ -329,6 +329,21 @@ void add_values_in_place(const AttentionBlocks& p, int64_t kv, int64_t j0, int64
                      p.value.q8_scales + p.value.scale_layout.row_offset(kv, j0), ld, out, p.dv);
 }
 
+// One load a 64 bytes of the f32 values [j0, j0 + count) of block kv (one run), row after row.
+// gemm_nn_add reads a chunk's values eight columns at a time down all its rows (a 256-byte stride
+// at dv = 64), which the hardware prefetchers follow badly, and wasm has no prefetch instruction:
+// read in order first, just before its keys are scored, the chunk streams in (the f32 step took
+// 0.83 to 0.87 times the time in wasm, 0.80 natively; f16 and q8 values, 128 and 68 bytes a row,
+// gained nothing). Returns a sum of the bytes loaded, so that the loads are kept.
+uint32_t touch_values(const AttentionBlocks& p, int64_t kv, int64_t j0, int64_t count) {
+  const float* first = p.value.f32 + p.value.layout.row_offset(kv, j0);
+  uint32_t sum = 0;
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t e = 0; e < p.dv; e += 16)
+      sum += *reinterpret_cast<const unsigned char*>(first + r * p.value.layout.row_stride + e);
+  return sum;
+}
+
 // The in-place path. Its rows for key/value block kv are the queries of the kv_group blocks that
 // read it, gathered: row r is query r % n of block kv · kv_group + r / n. Work items are (kv, split
 // of the keys the position rules leave the queries): with more threads than blocks the keys are
@@ -370,9 +385,11 @@ Status attend_in_place(const AttentionBlocks& p, float* output) {
       if (p.key.q8) kernels::quantize_q8(q, p.d, quantised + r * p.d, query_scales + r * scale_count);
     }
     const GatheredQueries gathered{queries, quantised, query_scales};
+    uint32_t touched = 0;
     for (int64_t j0 = begin; j0 < end;) {
       // A chunk never crosses the ring's end, so its keys and values each lie in one run.
       const int64_t cols = std::min({kKeyTile, p.key.layout.run(j0, end), p.value.layout.run(j0, end)});
+      if (p.value.f32) touched += touch_values(p, kv, j0, cols);
       score_in_place(p, kv, j0, rows, cols, gathered, scores);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t b = kv * p.kv_group + r / p.n, i = r % p.n;
@@ -389,6 +406,7 @@ Status attend_in_place(const AttentionBlocks& p, float* output) {
       add_values_in_place(p, kv, j0, rows, cols, scores, out);
       j0 += cols;
     }
+    bias[0] = static_cast<float>(touched & 1);  // scratch: only so that the loads are kept
   }, 2.0 * rows * (p.d + p.dv) * split_keys);
 
   // Every row's splits merged into the first, then normalised into the output.
