@@ -33,11 +33,13 @@ inline v128_t madd(v128_t acc, v128_t a, v128_t b) { return attention_relaxed_ma
 inline v128_t madd(v128_t acc, v128_t a, v128_t b) { return wasm_f32x4_add(acc, wasm_f32x4_mul(a, b)); }
 #endif
 
-// (Σ a, Σ b, Σ c, Σ d): four horizontal sums in two shuffle rounds.
+// (Σ a, Σ b, Σ c, Σ d): four horizontal sums in two shuffle rounds, of floats or (kInt) of int32.
+template <bool kInt = false>
 inline v128_t horizontal_sum4(v128_t a, v128_t b, v128_t c, v128_t d) {
-  const v128_t ab = wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
-  const v128_t cd = wasm_f32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
-  return wasm_f32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+  const auto add = [](v128_t x, v128_t y) { return kInt ? wasm_i32x4_add(x, y) : wasm_f32x4_add(x, y); };
+  const v128_t ab = add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+  const v128_t cd = add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
+  return add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
 }
 
 // f32x4.max propagates NaN, which is what PyTorch's max does.
@@ -228,45 +230,52 @@ void gemm_nn_add_4x8__wasmsimd(size_t M, size_t N, size_t K, const float* A, siz
 // exact and without the branches of from_half.
 inline float q8_scale(const uint16_t* h) { return load1(h) * kScaledHalf; }
 
-// One MR x 1 block of q8 scores: for each block of 32, eight bytes at a time sign-extended to
-// 16 bits as they load (v128.load8x8_s), multiplied and summed in pairs into 32 bits
-// (i32x4.dot_i16x8_s: exact, |sum| ≤ 32 · 127²), then the block's four partial sums times the two
-// scales join a float accumulator. Relaxed SIMD's i32x4.dot_i8x16_i7x16_add would take 16 bytes
-// at once, but only with one operand in [0, 127] and only with the standard opcodes, which the
-// clang of Emscripten 3.1.6 lacks (CONTRIBUTING.md, toolchain pitfalls).
+// MR ≤ 4 rows' q8 scores against one key, the rows in the lanes of one vector: for each block of
+// 32, the key's bytes loaded once, eight at a time sign-extended to 16 bits (v128.load8x8_s), each
+// row's four products summed in pairs into 32 bits (i32x4.dot_i16x8_s: exact, |sum| ≤ 32 · 127²)
+// and added, then the rows' sums reduced into one vector in integers (exact), converted once and
+// multiplied by the rows' scales times the key's: one conversion and one multiply-add a block
+// where a float accumulator a row took four, and no reduction a row at the end (the q8 decode
+// step in V8: 0.955 times the time of that 4 x 1 tile, and each block's sum exact). Relaxed SIMD's
+// i32x4.dot_i8x16_i7x16_add would take 16 bytes at once, but only with one operand in [0, 127]
+// and only with the standard opcodes, which the clang of Emscripten 3.1.6 lacks (CONTRIBUTING.md,
+// toolchain pitfalls).
 template <int MR>
 void gemm_nt_q8_tile(size_t K, const int8_t* A, const float* a_scales, size_t lda, const int8_t* B,
                      const uint16_t* b_scales, float* C, size_t ldc) {
   const size_t blocks = q8_blocks(K), whole = K / kQ8Block;
-  v128_t acc[MR];
-  for (int r = 0; r < MR; ++r) acc[r] = wasm_f32x4_splat(0.0f);
+  const auto row_scales = [&](size_t b) {
+    const auto scale = [&](int r) { return r < MR ? a_scales[r * blocks + b] : 0.0f; };
+    return wasm_f32x4_mul(wasm_f32x4_make(scale(0), scale(1), scale(2), scale(3)), wasm_f32x4_splat(q8_scale(b_scales + b)));
+  };
+  v128_t acc = wasm_f32x4_splat(0.0f);
   for (size_t b = 0; b < whole; ++b) {
     const int8_t* key = B + b * kQ8Block;
     const v128_t k0 = wasm_i16x8_load8x8(key), k1 = wasm_i16x8_load8x8(key + 8);
     const v128_t k2 = wasm_i16x8_load8x8(key + 16), k3 = wasm_i16x8_load8x8(key + 24);
-    const float d = q8_scale(b_scales + b);
+    v128_t dots[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
     for (int r = 0; r < MR; ++r) {
       const int8_t* q = A + r * lda + b * kQ8Block;
-      const v128_t dot = wasm_i32x4_add(
+      dots[r] = wasm_i32x4_add(
           wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q), k0), wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 8), k1)),
           wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 16), k2),
                          wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(q + 24), k3)));
-      acc[r] = madd(acc[r], wasm_f32x4_convert_i32x4(dot), wasm_f32x4_splat(a_scales[r * blocks + b] * d));
     }
+    acc = madd(acc, wasm_f32x4_convert_i32x4(horizontal_sum4<true>(dots[0], dots[1], dots[2], dots[3])), row_scales(b));
   }
-  for (int r = 0; r < MR; ++r) {
-    float sum = horizontal_add(acc[r]);
-    if (whole < blocks) {  // the row's last, shorter block
-      int32_t dot = 0;
-      for (size_t k = whole * kQ8Block; k < K; ++k) dot += int32_t{A[r * lda + k]} * int32_t{B[k]};
-      sum += static_cast<float>(dot) * (a_scales[r * blocks + whole] * q8_scale(b_scales + whole));
-    }
-    C[r * ldc] = sum;
+  if (whole < blocks) {  // the row's last, shorter block
+    alignas(16) int32_t dots[4] = {};
+    for (int r = 0; r < MR; ++r)
+      for (size_t k = whole * kQ8Block; k < K; ++k) dots[r] += int32_t{A[r * lda + k]} * int32_t{B[k]};
+    acc = madd(acc, wasm_f32x4_convert_i32x4(wasm_v128_load(dots)), row_scales(whole));
   }
+  alignas(16) float scores[4];
+  wasm_v128_store(scores, acc);
+  for (int r = 0; r < MR; ++r) C[r * ldc] = scores[r];
 }
 
 // 4 x 1 tiles: each key block is loaded once for a group's four query heads (a 4 x 2 tile would
-// keep 8 widened key vectors and 8 accumulators live beside a query's 4, past x86-64's 16).
+// keep 8 widened key vectors and 8 row sums live beside a query's, past x86-64's 16 registers).
 void gemm_nt_q8_4x1__wasmsimd_dot(size_t M, size_t N, size_t K, const int8_t* A, const float* a_scales, size_t lda,
                                   const int8_t* B, const uint16_t* b_scales, size_t ldb, float* C, size_t ldc) {
   const size_t blocks = q8_blocks(K);
@@ -276,7 +285,14 @@ void gemm_nt_q8_4x1__wasmsimd_dot(size_t M, size_t N, size_t K, const int8_t* A,
     size_t i = 0;
     for (; i + 4 <= M; i += 4)
       gemm_nt_q8_tile<4>(K, A + i * lda, a_scales + i * blocks, lda, key, scales, C + i * ldc + j, ldc);
-    for (; i < M; ++i) gemm_nt_q8_tile<1>(K, A + i * lda, a_scales + i * blocks, lda, key, scales, C + i * ldc + j, ldc);
+    const int8_t* a = A + i * lda;
+    const float* s = a_scales + i * blocks;
+    switch (M - i) {
+      case 3: gemm_nt_q8_tile<3>(K, a, s, lda, key, scales, C + i * ldc + j, ldc); break;
+      case 2: gemm_nt_q8_tile<2>(K, a, s, lda, key, scales, C + i * ldc + j, ldc); break;
+      case 1: gemm_nt_q8_tile<1>(K, a, s, lda, key, scales, C + i * ldc + j, ldc); break;
+      default: break;
+    }
   }
 }
 
