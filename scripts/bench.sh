@@ -23,7 +23,8 @@ if ! peers_installed; then
 fi
 # `--sdpa-options` first runs bench/sdpa-options.mjs (the v2 options: window, grouped heads, ALiBi,
 # soft cap, documents) with the remaining arguments instead; `--decode` runs bench/decode.mjs (a
-# decode step over a KV cache against onnxruntime-web's GroupQueryAttention and the read rate);
+# decode step over f32, f16 and q8 KV caches against onnxruntime-web's GroupQueryAttention, the read
+# rate and the same step built natively);
 # `--linear` bench/linear.mjs (attn.Linear on a SmolLM2-shaped model's layers against our GEMM rate);
 # `--model` bench/model.mjs (a SmolLM2-135M-shaped checkpoint's forward through openModel);
 # `--open` bench/open.mjs (openModel and one forward on checkpoints of published models' shapes,
