@@ -338,7 +338,14 @@ void add_values_in_place(const AttentionBlocks& p, int64_t kv, int64_t j0, int64
 uint32_t touch_values(const AttentionBlocks& p, int64_t kv, int64_t j0, int64_t count) {
   const float* first = p.value.f32 + p.value.layout.row_offset(kv, j0);
   uint32_t sum = 0;
+  // Left rolled: unrolled and vectorised, the loop cost 260 bytes of the page gzipped, 120 so.
+#if defined(__clang__)
+#pragma clang loop vectorize(disable) unroll(disable)
+#endif
   for (int64_t r = 0; r < count; ++r)
+#if defined(__clang__)
+#pragma clang loop vectorize(disable) unroll(disable)
+#endif
     for (int64_t e = 0; e < p.dv; e += 16)
       sum += *reinterpret_cast<const unsigned char*>(first + r * p.value.layout.row_stride + e);
   return sum;

@@ -285,14 +285,7 @@ void gemm_nt_q8_4x1__wasmsimd_dot(size_t M, size_t N, size_t K, const int8_t* A,
     size_t i = 0;
     for (; i + 4 <= M; i += 4)
       gemm_nt_q8_tile<4>(K, A + i * lda, a_scales + i * blocks, lda, key, scales, C + i * ldc + j, ldc);
-    const int8_t* a = A + i * lda;
-    const float* s = a_scales + i * blocks;
-    switch (M - i) {
-      case 3: gemm_nt_q8_tile<3>(K, a, s, lda, key, scales, C + i * ldc + j, ldc); break;
-      case 2: gemm_nt_q8_tile<2>(K, a, s, lda, key, scales, C + i * ldc + j, ldc); break;
-      case 1: gemm_nt_q8_tile<1>(K, a, s, lda, key, scales, C + i * ldc + j, ldc); break;
-      default: break;
-    }
+    for (; i < M; ++i) gemm_nt_q8_tile<1>(K, A + i * lda, a_scales + i * blocks, lda, key, scales, C + i * ldc + j, ldc);
   }
 }
 
