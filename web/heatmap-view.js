@@ -272,6 +272,10 @@ function headName(head, H = state.shown.H) {
 
 const score = (x) => (x === null ? '–' : x.toFixed(2));
 
+// The number under a model head's cell: its induction score on the standard sequence, which a
+// newly opened model has only after its first grid (runner.js openFolder).
+const cellCaption = (model, head) => score(model.scores?.[head].induction ?? null);
+
 /** A model head's title: where it sits, and its scores on the standard sequence and on the text. */
 function modelHeadTitle(head, model = state.shown.model) {
   const { heads, scores, textScores } = model;
@@ -414,7 +418,7 @@ function buildModelGrid(model) {
       button.title = modelHeadTitle(index, model);
       const caption = button.querySelector('span');
       caption.className = 'scores';
-      caption.textContent = score(model.scores?.[index].induction ?? null);
+      caption.textContent = cellCaption(model, index);
       cells.push(button);
     }
   }
@@ -429,7 +433,7 @@ function updateModelTitles() {
   if (!state.shown?.model) return;
   for (const button of dom.headsGrid.querySelectorAll('.grid-cell')) {
     const index = Number(button.dataset.index);
-    button.querySelector('.scores').textContent = score(state.shown.model.scores[index].induction);
+    button.querySelector('.scores').textContent = cellCaption(state.shown.model, index);
     button.title = modelHeadTitle(index);
     button.setAttribute('aria-label', button.title);
   }

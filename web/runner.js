@@ -486,11 +486,12 @@ async function computeOpened(runner, request, { signal, onProgress, onLayer }) {
   const forwardStarted = performance.now();
   const wanted = { outputHiddenStates: true, logits: causal ? 'last' : 'none', signal };
   let pictures, textScores, logits;
-  const pooled = t > pictureCells(H);
+  const cellsMax = pictureCells(H);
+  const pooled = t > cellsMax;
   if (pooled) {
     // Each layer's weights pooled into the window's cells as the forward finishes the layer (its
     // onLayer): one layer's [heads, t, t] held at a time, each streamed layer read once.
-    const grid = gridOf(t, t, request.window, pictureCells(H));
+    const grid = gridOf(t, t, request.window, cellsMax);
     const scorer = grid.row > 0 || grid.rowEnd < t ? null : new HeadScorer(model.layers, heads, inductionTargets(ids));
     const masked = causalCells(grid);
     const cells = grid.rows * grid.cols;
