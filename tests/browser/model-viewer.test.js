@@ -145,6 +145,13 @@ test("an opened model's run names its layers as they finish, and typing runs onc
   assert.ok(after.requested - before.requested <= 2, `${after.requested - before.requested} runs for one burst of typing`);
   const texts = await page.evaluate(() => window.busyTexts);
   assert.ok(texts.includes('Computing… layer 1 of 2') && texts.includes('Computing… layer 2 of 2'), JSON.stringify(texts));
+  // The busy line's spinner turns in a few steps a second, not every frame (style.css says why).
+  const spinner = await page.evaluate(() => {
+    const style = getComputedStyle(document.querySelector('#busy'), '::before');
+    return { timing: style.animationTimingFunction, duration: style.animationDuration };
+  });
+  const steps = Number(/^steps\((\d+)/.exec(spinner.timing)?.[1]);
+  assert.ok(steps / parseFloat(spinner.duration) <= 4, `spinner ${JSON.stringify(spinner)}: at most 4 frames a second`);
   assert.deepEqual(browser.errors, []);
 });
 
