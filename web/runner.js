@@ -7,7 +7,7 @@
 // model's text may be 2048 characters long: its weights come as pictures of the window on screen
 // (grid.js), downsampled to at most 512 cells a side and checked here. No DOM here.
 import { MAX_TOKENS, OPENED_MAX_TOKENS, embed, mulberry32, padBatch } from './embeddings.js';
-import { MAX_GRID, binsOf, cellSpan, columnsOf, gridOf, maxPool, pooledPlanes } from './grid.js';
+import { MAX_GRID, binsOf, cellSpan, columnsOf, gridOf, pooledPlanes } from './grid.js';
 import { additiveMask, maskedCells, mhaMasks, relativeMask, sdpaMasks } from './masks.js';
 import { checkCausalRows, checkRows, noFindings } from './checks.js';
 import { openModelFolder } from './model-folder.js';
@@ -633,10 +633,9 @@ function poolCausalRows({ grid, weights, checks }, heads, scorer, layer, planeOf
   const columns = columnsOf(grid.col, Math.min(grid.colEnd, m), grid.step);
   for (let h = 0; h < heads; h++) {
     const plane = planeOf(h);
-    checkCausalRows(plane, count, m, first, checks);
-    scorer?.add(layer, h, plane, first, count, m);
     const picture = layer * heads + h;
-    maxPool(plane, count, m, rowBin, columns, grid.cols, weights.subarray(picture * cells, (picture + 1) * cells));
+    checkCausalRows(plane, count, m, first, checks, { rowBin, columns, cols: grid.cols, out: weights.subarray(picture * cells, (picture + 1) * cells) });
+    scorer?.add(layer, h, plane, first, count, m);
   }
 }
 

@@ -49,3 +49,30 @@ test('checking causal rows without a mask finds what checkRows finds with one', 
   assert.equal(causal.maxMaskedWeight, 0.75);
   assert.equal(causal.nonFinite, 1);
 });
+
+test('checking causal rows while pooling them gives maxPool\'s cells and the same findings', () => {
+  const random = rng(5);
+  // Rows 4 … 12 of a 17-key causal map, pooled 3 tokens a cell from column 2 (a zoomed window) up
+  // to column 14, over an earlier chunk's maxima; one masked weight off zero (past the pooled
+  // columns), one visible NaN.
+  const [rows, m, first, step, colStart, colEnd] = [9, 17, 4, 3, 2, 14];
+  const weights = Float32Array.from({ length: rows * m }, () => random());
+  for (let i = 0; i < rows; i++) weights.fill(0, i * m + first + i + 1, (i + 1) * m);
+  weights[1 * m + 15] = 0.25;
+  weights[3 * m + 5] = NaN;
+  const rowBin = binsOf(first, rows, first, step);
+  const columns = columnsOf(colStart, colEnd, step);
+  const cols = Math.ceil((colEnd - colStart) / step);
+  const start = Float32Array.from({ length: Math.ceil(rows / step) * cols }, () => 0.5 * random());
+  const expected = start.slice();
+  maxPool(weights, rows, m, rowBin, { first: columns.first, bins: columns.bins }, cols, expected);
+  const plain = noFindings();
+  checkCausalRows(weights, rows, m, first, plain);
+  const pooled = start.slice();
+  const both = noFindings();
+  checkCausalRows(weights, rows, m, first, both, { rowBin, columns, cols, out: pooled });
+  assert.deepEqual(both, plain);
+  assert.equal(both.maxMaskedWeight, 0.25);
+  assert.equal(both.nonFinite, 1);
+  assert.deepEqual(pooled, expected);
+});
