@@ -74,6 +74,10 @@ export interface ForwardOptions {
    * throw (or a rejection) rejects the forward.
    */
   onLayer?: (layer: number, output: { attentions: ResultTensor }) => void | Promise<void>;
+  /**
+   * An abort rejects with an `AbortError` between layers. With a signal the forward lets the
+   * event loop run between layers, so an abort sent by an event lands mid-forward.
+   */
   signal?: AbortSignal;
 }
 

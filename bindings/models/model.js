@@ -154,7 +154,7 @@ export class Model {
    * sees each layer's attention weights (or null) and the residual stream after it, and is
    * awaited before the next layer runs; onProgress hears of each layer done.
    */
-  async runLayers(x, ctx, onLayer, signal, onProgress) {
+  async runLayers(x, ctx, onLayer, signal, onProgress, yieldBetweenLayers = false) {
     const { layers } = this;
     // The next streamed layer is read while this one computes.
     let next = this.streamed ? this.loadLayer(0, signal) : null;
@@ -162,6 +162,7 @@ export class Model {
       const block = this.streamed ? await next : this.blocks[layer];
       next = this.streamed && layer + 1 < layers ? this.loadLayer(layer + 1, signal) : null;
       try {
+        if (yieldBetweenLayers && layer > 0) await nextTask();
         signal?.throwIfAborted();
         await onLayer(layer, this.family.runLayer(block.part, x, ctx(layer)));
       } catch (error) {
@@ -305,7 +306,7 @@ export class Model {
       } finally {
         if (lent) weights.release();
       }
-    }, signal, onProgress);
+    }, signal, onProgress, Boolean(signal) && !caches);
     const final = family.final(x, this.globals);
     if (hiddenStates) hiddenStates[layers] = final === x ? x.slice() : final;
     let result = null;
@@ -352,6 +353,7 @@ export class Model {
         caches.push(new this.attn.KVCache({ heads: this.kvHeads, headDim: this.headDim, maxLength, dtype: cacheDtype, window: this.family.windowOf?.(layer) ?? null }));
       let step = [prompt];
       for (let i = 0; i < maxNewTokens; i++) {
+        if (signal && i > 0) await nextTask();
         const { logits } = await this.run(step, { caches, past: out.length - step[0].length, signal });
         const next = sampleNext(logits.data, sampling);
         out.push(next);
@@ -450,6 +452,10 @@ function blockLogits(blocks, x, rows, vocab, logits) {
   }
   return logits;
 }
+
+// A resident model's layers never wait for anything, so without a pause between them an abort
+// sent by an event (a click, a worker's message) could not land before the whole forward ends.
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 function checkCallback(value, argument) {
   if (value === undefined || value === null) return null;

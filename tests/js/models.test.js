@@ -526,6 +526,30 @@ describe('openModel: bad folders and bad calls', () => {
     assert.equal(attn.stats().liveObjects, 0);
   });
 
+  test('an abort sent by an event lands between a resident model\'s layers and between generated tokens', async () => {
+    const name = 'gemma2', ref = reference(name);
+    const model = await openModel(attn, folder(name));
+    assert.equal(model.streamed, false);
+    // A timer stands for a click or a worker's message: it runs only when the forward lets it.
+    const controller = new AbortController();
+    const layers = [];
+    const forward = model.forward(ref.ids, { signal: controller.signal, onLayer: (layer) => {
+      layers.push(layer);
+      if (layer === 0) setTimeout(() => controller.abort(), 0);
+    } });
+    await assert.rejects(forward, { name: 'AbortError' });
+    assert.deepEqual(layers, [0], 'stopped before the second layer');
+    const stopping = new AbortController();
+    const tokens = [];
+    const generation = model.generate(ref.ids, { maxNewTokens: 5, signal: stopping.signal, onToken: (id) => {
+      tokens.push(id);
+      setTimeout(() => stopping.abort(), 0);
+    } });
+    await assert.rejects(generation, { name: 'AbortError' });
+    assert.equal(tokens.length, 1, 'stopped before the second token');
+    await model.dispose();
+  });
+
   test('an exception thrown in onLayer (or a rejection) rejects the forward, frees the streamed layer, and the model still works', async () => {
     const name = 'llama-gqa', ref = reference(name);
     for (const residentBytes of [undefined, 0]) {
