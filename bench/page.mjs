@@ -45,9 +45,10 @@
 // 'text-long' (2048 tokens, the viewer's limit; words are the tokenizer's whole-word tokens, so a
 // word is a token). Rows 'page-opened-model' (one per run): model, scenario, tokens, threads,
 // layers, heads, streamed, first_layer_ms (to the first layer's cells drawn), grid_ms (to every
-// layer drawn), result_ms (to the result published), rss_mib (the peak RSS of Chromium's renderer
-// processes over the run, their workers inside: /proc/PID/status VmHWM, restarted through
-// clear_refs before the run; it bounds their PSS from above), and bench/open.mjs's
+// layer drawn), result_ms (to the result published), pss_mib (the peak PSS of Chromium's renderer
+// processes, their workers inside, from /proc/PID/smaps_rollup every 2 s) and rss_mib (their peak
+// RSS over the run, /proc/PID/status VmHWM restarted through clear_refs: it bounds PSS from
+// above, and catches a peak between two samples), and bench/open.mjs's
 // roofline for that many tokens: read_gbps (its readRate of the largest safetensors file),
 // linear_gflops (its linearGflops on the model's MLP, 256 rows, 2 threads, before Chromium
 // starts), roofline_ms (rooflineMs of partsOf; null where the config is not the Llama layout's);
