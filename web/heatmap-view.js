@@ -335,11 +335,12 @@ export function showLayer({ model, layer, weights, masked, rows, cols }) {
     dom.headsGrid.inert = true;
   }
   const cells = dom.headsGrid.querySelectorAll('.grid-cell');
+  const width = thumbnailWidth();
   if (layer === 0) for (const cell of cells) cell.classList.add('pending');
   for (let h = 0; h < model.heads; h++) {
     const cell = cells[layer * model.heads + h];
     const plane = weights.subarray(h * rows * cols, (h + 1) * rows * cols);
-    drawThumbnail(cell.querySelector('canvas'), { weights: plane, masked, n: rows, m: cols, top: scaleOf(plane, masked, rows, cols).top });
+    drawThumbnail(cell.querySelector('canvas'), { weights: plane, masked, n: rows, m: cols, top: scaleOf(plane, masked, rows, cols).top }, width);
     cell.classList.remove('pending');
   }
   dom.headsGrid.dataset.layersDone = String(layer + 1);
@@ -450,11 +451,17 @@ function syncThumbnailState() {
   }
 }
 
+// The CSS width every thumbnail's canvas shares, read before a loop draws any: a read after a
+// canvas was resized forces a layout of the whole grid, once a thumbnail (most of the page's
+// time per layer on a model of 336 heads).
+const thumbnailWidth = () => dom.headsGrid.querySelector('canvas')?.clientWidth;
+
 function renderThumbnails() {
   if (!state.shown || state.shown.H === 1) return;
+  const width = thumbnailWidth();
   for (const button of dom.headsGrid.querySelectorAll('.thumb')) {
     const view = viewOf(headOf(button));
-    drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n: view.grid.rows, m: view.grid.cols, top: view.top });
+    drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n: view.grid.rows, m: view.grid.cols, top: view.top }, width);
   }
 }
 
