@@ -152,7 +152,8 @@ export class Model {
    * Runs the layers over `x` [N · t, width] (the embeddings, changed in place into the last
    * layer's output) with ctx(layer) the options of each layer's call; onLayer(layer, weights)
    * sees each layer's attention weights (or null) and the residual stream after it, and is
-   * awaited before the next layer runs; onProgress hears of each layer done.
+   * awaited before the next layer runs; onProgress hears of each layer done. yieldBetweenLayers:
+   * a task's pause before each layer after the first (see nextTask).
    */
   async runLayers(x, ctx, onLayer, signal, onProgress, yieldBetweenLayers = false) {
     const { layers } = this;
