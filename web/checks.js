@@ -1,6 +1,7 @@
 // What the page shows and promises about a result's weights, shared by the worker (runner.js)
 // and the page (heatmap-view.js, export-view.js): the average over heads, and the checks that
 // masked weights are 0 and every other row sums to 1. No DOM.
+import { maxPoolRow } from './grid.js';
 
 /** Sentence b's mean over heads of weights [N, H, plane], as [plane]. */
 export function headAverage(weights, b, H, plane) {
@@ -66,7 +67,7 @@ export function checkCausalRows(weights, rows, m, first, checks, pool = null) {
     const from = Math.min(poolStart, open), to = Math.max(from, Math.min(poolEnd, open));
     let sum = 0;
     for (let j = row; j < row + from; j++) sum += weights[j];
-    if (to > from) sum += poolRow(weights, row, from, to, pool.rowBin[i] * pool.cols, pool);
+    if (to > from) sum += maxPoolRow(weights, row, from, to, poolStart, pool.columns.step ?? 1, pool.out, pool.rowBin[i] * pool.cols);
     for (let j = row + to; j < row + open; j++) sum += weights[j];
     for (let j = row + open; j < row + m; j++) {
       const w = weights[j];
@@ -76,25 +77,6 @@ export function checkCausalRows(weights, rows, m, first, checks, pool = null) {
     }
     endRow(sum, open, checks);
   }
-}
-
-// Columns [from, to) of the row at `row`, each cell's run of `step` columns reduced to its maximum
-// and compared once with the cell (as grid.js's maxPool; a NaN never lands) → their sum.
-function poolRow(weights, row, from, to, base, { columns: { first, step = 1 }, out }) {
-  let sum = 0;
-  let cell = base + Math.floor((from - first) / step);
-  for (let start = from; start < to; cell++) {
-    const end = Math.min(to, first + (cell - base + 1) * step);
-    let max = out[cell];
-    for (let j = row + start; j < row + end; j++) {
-      const w = weights[j];
-      sum += w;
-      if (w > max) max = w;
-    }
-    out[cell] = max;
-    start = end;
-  }
-  return sum;
 }
 
 // A row's sum against what it should be: 1, or 0 when every key is masked.

@@ -74,16 +74,30 @@ export function maxPool(plane, n, m, rowBin, { first, bins, step = 1 }, cols, ou
 // reduced to its maximum first, then one comparison with the cell (a quarter of the loads and
 // stores at 4 tokens a cell). As maxPool, a NaN never lands in a cell.
 function maxPoolRuns(plane, n, m, rowBin, first, length, step, cols, out) {
-  for (let i = 0; i < n; i++) {
-    const base = rowBin[i] * cols;
-    const row = i * m + first;
-    for (let start = 0, cell = base; start < length; start += step, cell++) {
-      const end = Math.min(length, start + step);
-      let max = out[cell];
-      for (let k = start; k < end; k++) if (plane[row + k] > max) max = plane[row + k];
-      out[cell] = max;
+  for (let i = 0; i < n; i++) maxPoolRow(plane, i * m, first, first + length, first, step, out, rowBin[i] * cols);
+}
+
+/**
+ * Columns [from, to) of the row that starts at plane[row], in cells `step` columns wide from column
+ * `first` (columnsOf's), the first of the row's cells at out[base]: each cell's run reduced to its
+ * maximum, then compared once with the cell (a NaN never lands) → the columns' sum, which
+ * checks.js's checkCausalRows needs of the same pass.
+ */
+export function maxPoolRow(plane, row, from, to, first, step, out, base) {
+  let sum = 0;
+  let cell = base + Math.floor((from - first) / step);
+  for (let start = from; start < to; cell++) {
+    const end = Math.min(to, first + (cell - base + 1) * step);
+    let max = out[cell];
+    for (let j = row + start; j < row + end; j++) {
+      const w = plane[j];
+      sum += w;
+      if (w > max) max = w;
     }
+    out[cell] = max;
+    start = end;
   }
+  return sum;
 }
 
 /** out[cell] = 0 unless every cell of the [n, m] mask that falls in it is 1 (masked); out starts at 1. */
