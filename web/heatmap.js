@@ -459,9 +459,9 @@ export function drawHeatmap(canvas, view, highlight = {}, ratio = ratioOf()) {
  * of them are masked.
  * @param {HTMLCanvasElement} canvas
  * @param {{ weights: ArrayLike<number>, masked: ArrayLike<number>, n: number, m: number, top: Float32Array }} view
- * @param {number} [cssWidth]  the canvas's CSS width, when the caller has read it already
+ * @param {number} cssWidth  the canvas's CSS width, read by the caller once for all its thumbnails
  */
-export function drawThumbnail(canvas, { weights, masked, n, m, top }, cssWidth = canvas.clientWidth) {
+export function drawThumbnail(canvas, { weights, masked, n, m, top }, cssWidth) {
   const size = Math.max(16, cssWidth || 72);
   const px = Math.round(size * ratioOf());
   const colours = colourImage(pooled({ weights, masked, custom: null, top }, n, m, px, px));
