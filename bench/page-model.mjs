@@ -96,18 +96,21 @@ function rendererPids() {
   return renderers;
 }
 
-/** Σ PSS (MiB) of the renderers now (smaps_rollup: a walk of their page tables, ~30 ms here). */
-function rendererPssMib() {
+// Σ over the renderers of the kB figure `pattern` finds in /proc/PID/`file`, in MiB.
+function rendererMib(file, pattern) {
   let kib = 0;
   for (const pid of rendererPids()) {
     try {
-      kib += Number(/^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]);
+      kib += Number(pattern.exec(readFileSync(`/proc/${pid}/${file}`, 'utf8'))[1]);
     } catch {
       // gone since the listing
     }
   }
   return kib / 1024;
 }
+
+/** Σ PSS (MiB) of the renderers now (smaps_rollup: a walk of their page tables, ~30 ms here). */
+const rendererPssMib = () => rendererMib('smaps_rollup', /^Pss:\s+(\d+) kB$/m);
 
 // The renderers' peak RSS is the kernel's own count (VmHWM, restarted through clear_refs before a
 // run), read once after it: it bounds their PSS from above and costs the run nothing. PSS, the
@@ -124,17 +127,7 @@ function restartRendererPeaks() {
 }
 
 /** Σ peak RSS (MiB) of the renderers since restartRendererPeaks. */
-function rendererPeakRssMib() {
-  let kib = 0;
-  for (const pid of rendererPids()) {
-    try {
-      kib += Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-    } catch {
-      // gone since the listing
-    }
-  }
-  return kib / 1024;
-}
+const rendererPeakRssMib = () => rendererMib('status', /^VmHWM:\s+(\d+) kB$/m);
 
 // The rate (GB/s) at which the page reads `file` as a File: Blob slices of 16 MiB through
 // byte-stream readers into one buffer (bindings/models/source.js), up to 1 GiB of it.
