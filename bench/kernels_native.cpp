@@ -216,6 +216,21 @@ void rope(benchmark::State& state, const KernelSet* set) {
   set_elements(state, rows * dim);
 }
 
+// A feed-forward block's activation over one row of a Llama-3.2-1B-shaped MLP (args: n, the
+// activation as attn::kernels::Activation, gated): elements activated.
+void activate(benchmark::State& state, const KernelSet* set) {
+  const size_t n = state.range(0);
+  const auto act = static_cast<attn::kernels::Activation>(state.range(1));
+  const std::vector<float> x = wave(n, 4.0f), up = wave(n);
+  std::vector<float> y = x;
+  for (auto _ : state) {
+    std::copy(x.begin(), x.end(), y.begin());  // the same inputs every pass
+    set->activate(y.data(), state.range(2) ? up.data() : nullptr, n, act);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_elements(state, n);
+}
+
 #if defined(__x86_64__)
 // What holds the wasm GEMM below the SIMD128 peak on x86, timed on machine code itself: one k step
 // of gemm_packed's 4x8 tile as V8 compiles it (two vmovdqu of the panel, four vbroadcastss of A,
@@ -292,6 +307,8 @@ void register_all() {
     benchmark::RegisterBenchmark(("tanh_scores" + suffix).c_str(), tanh_scores, set)->Args({32, 128, 16})->Args({32, 128, 64});
     // Llama-3.2-1B's decode step: 32 query heads and 8 key/value heads of head dim 64.
     benchmark::RegisterBenchmark(("rope" + suffix).c_str(), rope, set)->Args({40, 32, 0})->Args({40, 32, 1});
+    // silu and gelu_tanh gated (Llama, Gemma), gelu plain (BERT, GPT-NeoX).
+    benchmark::RegisterBenchmark(("activate" + suffix).c_str(), activate, set)->Args({8192, 0, 1})->Args({8192, 2, 1})->Args({8192, 1, 0});
   }
   benchmark::RegisterBenchmark("pack_transposed", pack_transposed)->Args({64, 128})->Args({512, 512});
 #if defined(__x86_64__)

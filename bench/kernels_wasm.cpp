@@ -215,6 +215,23 @@ emscripten::val gemm_loop_gflops(int repeats, int calls) {
   return result;
 }
 
+// A feed-forward block's activation (attn::kernels::Activation `act`, times a multiplier when
+// `gated`) on `n` floats in L1, best of `repeats` runs of `calls` calls, in G elements/s. Each call
+// activates what the last one left: every activation keeps finite inputs finite and in range.
+double activate_rate(int act, bool gated, int n, int calls, int repeats) {
+  std::vector<float> x(n), up(n, 1.0f);
+  for (int i = 0; i < n; ++i) x[i] = 4.0f * std::sin(float(i));
+  const auto& k = attn::kernels::active_kernels();
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = emscripten_get_now();
+    for (int c = 0; c < calls; ++c) k.activate(x.data(), gated ? up.data() : nullptr, n, static_cast<attn::kernels::Activation>(act));
+    best = std::min(best, emscripten_get_now() - start);
+  }
+  if (std::isnan(x[0])) return 0;
+  return double(n) * calls / (best * 1e6);
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(bench_kernels) {
@@ -224,4 +241,5 @@ EMSCRIPTEN_BINDINGS(bench_kernels) {
   emscripten::function("decodeKernelGflops", &decode_kernel_gflops);
   emscripten::function("widenRate", &widen_rate);
   emscripten::function("ropeRate", &rope_rate);
+  emscripten::function("activateRate", &activate_rate);
 }

@@ -2,12 +2,15 @@
 // heads of 64, intermediate 1536, vocabulary 49152) at 512 tokens, f32, f16 and bf16 weights timed
 // in alternation, on 1 and 2 threads, against our GEMM's rate on as many threads (gemm-rate.mjs:
 // the relaxed 1024³ product, measured in the same run), after the widening kernels' rates in V8.
-// The goals: Linear layers at 85 % of the GEMM's rate, bf16 within 5 % of f32.
+// The goals: Linear layers at 85 % of the GEMM's rate, bf16 within 5 % of f32. Then whole MLP
+// blocks (SmolLM2-135M's and Llama-3.2-1B's, bf16) through attn.feedForward beside what the models
+// ran before it: the three Linear calls with the activation and product in JS between them.
 //
 //   node --experimental-wasm-relaxed-simd bench/linear.mjs [--json FILE] [--tokens 512] [--quick]
 //   (npm run bench -- --linear [...] also builds first)
 import { parseArgs } from 'node:util';
 
+import { activate } from '../bindings/models/ops.js';
 import { init } from '../dist/index.mjs';
 import { rng } from '../tests/js/random.js';
 import { gemmRate } from './gemm-rate.mjs';
@@ -33,6 +36,8 @@ function tensor(shape, random) {
 }
 
 const DTYPES = ['f32', 'f16', 'bf16'];
+// [model, hidden, intermediate] of the MLP blocks timed whole.
+const MLPS = [['SmolLM2-135M', 576, 1536], ['Llama-3.2-1B', 2048, 8192]];
 const rows = [];
 const goals = [];
 console.log(`attention-wasm bench: Linear layers of a SmolLM2-135M-shaped model, ${tokens} tokens`);
@@ -42,6 +47,11 @@ for (const kernel of ['widen_f16', 'widen_bf16']) {
   const rate = kernels.widenRate(kernel);
   rows.push({ impl: kernel, elements: 36864, gelements_per_s: rate });
   console.log(`${kernel.padEnd(12)}  36864 elements: ${rate.toFixed(2)} G elements/s`);
+}
+for (const activation of ['silu', 'gelu', 'gelu_tanh']) {
+  const rate = kernels.activateRate(activation, { gated: activation !== 'gelu' });
+  rows.push({ impl: `activate-${activation}`, elements: 8192, gelements_per_s: rate });
+  console.log(`${`activate-${activation}`.padEnd(12)}  8192 elements${activation === 'gelu' ? '' : ', gated'}: ${rate.toFixed(2)} G elements/s`);
 }
 console.log(`${'impl'.padEnd(12)}  ${'layer'.padEnd(10)}  ${'in'.padStart(5)}  ${'out'.padStart(6)}  thr  ${'median ms'.padStart(9)}  ${'GF/s'.padStart(6)}  ${'of GEMM'.padStart(7)}`);
 for (const threads of [1, 2]) {
@@ -70,6 +80,27 @@ for (const threads of [1, 2]) {
     const { ms, flops } = totals[dtype];
     const share = flops / ms / 1e6 / gemm;
     goals.push(`linear-${dtype}, a forward's Linear layers on ${threads} thread(s): ${(flops / 1e9).toFixed(1)} GFLOP in ${ms.toFixed(0)} ms, ${(100 * share).toFixed(0)} % of the GEMM rate (goal >= 85 %): ${share >= 0.85 ? 'met' : 'missed'}`);
+  }
+  for (const [model, hidden, inner] of MLPS) {
+    const x = tensor([tokens, hidden], random);
+    const linear = (out, inFeatures) => new attn.Linear(inFeatures, out, { bias: false, dtype: 'bf16' }).loadStateDict({ weight: tensor([out, inFeatures], random) });
+    const parts = { gate: linear(inner, hidden), up: linear(inner, hidden), down: linear(hidden, inner) };
+    const gate = new Float32Array(tokens * inner), up = new Float32Array(tokens * inner), down = new Float32Array(tokens * hidden);
+    const separate = () => {
+      parts.gate.forward(x, { out: gate });
+      parts.up.forward(x, { out: up });
+      activate(gate, 'silu');
+      for (let i = 0; i < gate.length; i++) gate[i] *= up[i];
+      return parts.down.forward({ data: gate, shape: [tokens, inner] }, { out: down });
+    };
+    const [ours, peer] = await measureAlternating([() => attn.feedForward(x, parts, { activation: 'silu', out: down }), separate], plan);
+    const flops = 2 * tokens * 3 * hidden * inner;
+    for (const [impl, { median_ms: ms }] of [['feed-forward', ours], ['linear-x3-js-act', peer]]) {
+      rows.push({ impl, model, in: hidden, inner, threads, tokens, median_ms: ms, gflops: flops / ms / 1e6, gemm_gflops: gemm });
+      console.log(`${impl.padEnd(16)}  ${model.padEnd(12)}  ${String(threads).padStart(3)}  ${ms.toFixed(2).padStart(9)}  ${(flops / ms / 1e6).toFixed(1).padStart(6)}  ${`${((100 * flops) / ms / 1e6 / gemm).toFixed(0)} %`.padStart(7)}`);
+    }
+    goals.push(`feed-forward, ${model}'s MLP (bf16, ${tokens} rows) on ${threads} thread(s): ${(peer.median_ms / ours.median_ms).toFixed(2)} × the separate calls' speed`);
+    Object.values(parts).forEach((part) => part.dispose());
   }
   const bf16Share = totals.f32.ms / totals.bf16.ms;
   goals.push(`linear-bf16 on ${threads} thread(s): ${(100 * bf16Share).toFixed(1)} % of linear-f32's rate (goal >= 95 %): ${bf16Share >= 0.95 ? 'met' : 'missed'}`);

@@ -22,6 +22,7 @@
 
 #include "additive_attention.h"
 #include "attention.h"
+#include "feed_forward.h"
 #include "grouped_query_attention.h"
 #include "kv_cache.h"
 #include "mask.h"
@@ -325,6 +326,10 @@ void register_structs() {
       .value("f32", WeightDtype::f32)
       .value("f16", WeightDtype::f16)
       .value("bf16", WeightDtype::bf16);
+  enum_<attn::Activation>("_Activation")
+      .value("silu", attn::Activation::silu)
+      .value("gelu", attn::Activation::gelu)
+      .value("gelu_tanh", attn::Activation::gelu_tanh);
   enum_<QkNormScope>("_QkNormScope")
       .value("none", QkNormScope::none)
       .value("head", QkNormScope::head)
@@ -631,6 +636,27 @@ val linear_forward(uintptr_t handle, const attn::TensorView& x, uintptr_t output
   return to_js(as<attn::Linear>(handle)->forward(x, reinterpret_cast<float*>(output)));
 }
 
+// ---- feedForward ---------------------------------------------------------------------------
+// The parts are Linear handles, 0 where absent.
+
+attn::FeedForwardParts feed_forward_parts(const val& parts) {
+  const auto linear = [&](const char* name) {
+    const auto handle = parts[name].as<uintptr_t>();
+    return handle ? static_cast<const attn::Linear*>(as<attn::Linear>(handle)) : nullptr;
+  };
+  return {linear("gate"), linear("up"), linear("gateUp"), linear("down"), parts["activation"].as<attn::Activation>()};
+}
+
+val feed_forward_check(const val& parts, const attn::TensorView& x) {
+  attn::Shape output;
+  const attn::Status s = attn::check_feed_forward(feed_forward_parts(parts), x.shape, &output);
+  return s.ok() ? shapes_to_js(output, {}) : to_js(s);
+}
+
+val feed_forward(const val& parts, const attn::TensorView& x, uintptr_t output) {
+  return to_js(attn::feed_forward(feed_forward_parts(parts), x, reinterpret_cast<float*>(output)));
+}
+
 // ---- masks.merge ---------------------------------------------------------------------------
 
 val merge_check(const attn::MergeMasksOptions& options) {
@@ -693,6 +719,8 @@ EMSCRIPTEN_BINDINGS(attention) {
   function("_linearLoad", &linear_load);
   function("_linearCheck", &linear_check);
   function("_linearForward", &linear_forward);
+  function("_feedForwardCheck", &feed_forward_check);
+  function("_feedForward", &feed_forward);
   function("_mergeCheck", &merge_check);
   function("_merge", &merge);
 }

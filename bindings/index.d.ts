@@ -784,6 +784,20 @@ export interface Linear {
   [Symbol.dispose](): void;
 }
 
+/** config.json's `hidden_act` (transformers' ACT2FN names); `'gelu'` is the erf form, the other two the tanh form. */
+export type Activation = 'silu' | 'gelu' | 'gelu_new' | 'gelu_pytorch_tanh';
+
+/**
+ * `attn.feedForward`'s Linear modules (of the same instance, loaded): `{ gate, up, down }` for
+ * `down(act(gate(x)) · up(x))` (Llama's MLP), `{ up, down }` for `down(act(up(x)))` (GPT-2's,
+ * BERT's), `{ gateUp, down }` for one projection whose rows hold the gate's half and then the up's
+ * (Phi-3's `gate_up_proj`).
+ */
+export type FeedForwardParts =
+  | { gate: Linear; up: Linear; down: Linear }
+  | { up: Linear; down: Linear }
+  | { gateUp: Linear; down: Linear };
+
 /** `loadSafetensors`' map: names to tensors, with the files' `__metadata__`. */
 export interface SafetensorsMap<T> extends Map<string, T> {
   readonly metadata: Readonly<Record<string, string>>;
@@ -871,6 +885,13 @@ export interface Attention {
    * r = `rotaryDim` and k < r/2 the angle is `pos · base^(−2k/r)`, computed in double precision.
    */
   rope(x: Tensor, opts?: RopeOptions): ResultTensor;
+  /**
+   * A transformer layer's feed-forward block in one call (`FeedForwardParts`), `x [..., inFeatures]`
+   * → `[..., down.outFeatures]`: the hidden activations stay in wasm memory, a few hundred rows at a
+   * time, and the activation (required: no default to fall back on silently) runs as a SIMD kernel.
+   * `out` as `Linear.forward`'s.
+   */
+  feedForward(x: Tensor, parts: FeedForwardParts, opts: { activation: Activation; out?: Float32Array }): ResultTensor;
 }
 
 /**

@@ -5,6 +5,7 @@ import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createKVCacheClass } from './kv_cache.js';
 import { createModuleClasses } from './modules.js';
+import { internals } from './owned.js';
 import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } from './runtime.js';
 import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
 import { loadSafetensors } from './safetensors.js';
@@ -22,6 +23,10 @@ const SDPA_OPTIONS = [
   'enableGqa', 'window', 'softcap', 'alibi', 'documentIds', 'queryDocumentIds', 'keyDocumentIds',
 ];
 const ROPE_OPTIONS = ['positions', 'offset', 'base', 'rotaryDim', 'interleaved', ...ROPE_SCHEME_OPTIONS];
+
+// config.json's hidden_act → the core's _Activation: gelu_new and gelu_pytorch_tanh are one formula.
+const ACTIVATIONS = { silu: 'silu', gelu: 'gelu', gelu_new: 'gelu_tanh', gelu_pytorch_tanh: 'gelu_tanh' };
+const FEED_FORWARD_PARTS = ['gate', 'up', 'gateUp', 'down'];
 
 // isCausal as the name of one of the core's attn::Causal; absent, its default.
 const CAUSAL = new Map([[false, 'none'], [true, 'upperLeft'], ['upperLeft', 'upperLeft'], ['lowerRight', 'lowerRight']]);
@@ -161,6 +166,43 @@ class Attention {
         wasm._sdpa(tensorView(q, query), tensorView(k, key), tensorView(v, value), options({ mask: m, slopes, queryIds, keyIds }), out, w),
     );
     return { output, weights };
+  }
+
+  /**
+   * A transformer layer's feed-forward block in one call, its hidden activations kept in wasm
+   * memory: down(act(gate(x)) · up(x)) with gate and up (Llama's MLP), down(act(up(x))) with up
+   * alone (GPT-2's, BERT's), or down(act(g) · u) with gateUp, whose output rows hold g then u
+   * (Phi-3's gate_up_proj). Each part a loaded Linear of this instance; x [..., inFeatures] →
+   * [..., down.outFeatures]. opts.activation (required): config.json's hidden_act, 'silu', 'gelu'
+   * (the erf form), 'gelu_new' or 'gelu_pytorch_tanh'; opts.out as Linear.forward's.
+   */
+  feedForward(x, parts, opts) {
+    const runtime = this.#runtime, wasm = runtime.enter('feedForward');
+    checkTensor(x, 'x');
+    if (parts === null || typeof parts !== 'object') throw new AttentionError('parts', '{ gate, up, down }, { up, down } or { gateUp, down } of Linear modules', describe(parts));
+    for (const name of Object.keys(parts))
+      if (!FEED_FORWARD_PARTS.includes(name)) throw new AttentionError(`parts.${name}`, `no such part (${FEED_FORWARD_PARTS.join(', ')})`, describe(parts[name]));
+    const handles = Object.fromEntries(FEED_FORWARD_PARTS.map((name) => [name, this.#linearHandle(parts[name], `parts.${name}`)]));
+    opts = checkOptions(opts, ['activation', 'out']);
+    const names = Object.keys(ACTIVATIONS);
+    if (opts.activation === undefined) throw new AttentionError('activation', `one of ${names.map((name) => `'${name}'`).join(', ')} (config.json's hidden_act)`, 'none');
+    const activation = wasm._Activation[ACTIVATIONS[checkChoice(opts.activation, 'activation', names)]];
+    runtime.checkRank(x.shape, 'x', '[..., inFeatures]');
+    const given = { ...handles, activation };
+    const result = wasm._feedForwardCheck(given, tensorView(0, x));
+    if (!result || result.output === undefined) throwIfFailed(result);
+    const [output] = runtime.invoke([[x.data, 'x']], resultEntries({ output: opts.out }, result.output, null, undefined, 'out'),
+      ([input], [out]) => wasm._feedForward(given, tensorView(input, x), out));
+    return output;
+  }
+
+  // A feedForward part's core handle: 0 when absent; a Linear of this instance, not disposed.
+  #linearHandle(value, argument) {
+    if (value === undefined || value === null) return 0;
+    if (!(value instanceof this.Linear)) throw new AttentionError(argument, 'a Linear of this instance', describe(value));
+    const { runtime, entry, handle } = internals.get(value);
+    if (!runtime.owns(entry)) throw new AttentionError(argument, 'a Linear that is not disposed', 'a disposed Linear', { code: 'DISPOSED' });
+    return handle;
   }
 
   /**

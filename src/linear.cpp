@@ -168,7 +168,7 @@ Status Linear::forward(const TensorView& x, float* y) const {
                                     : Status::invalid("Linear", "loadStateDict() before forward()", "no weights loaded"),
                             check_forward(x.shape, &output), check_data(x, "x")});
   if (!s.ok()) return s;
-  return weight_.apply(x.shape.leading_numel(1), x.data, config_.bias ? bias_.data() : nullptr, y);
+  return apply(x.shape.leading_numel(1), x.data, y);
 }
 
 }  // namespace attn

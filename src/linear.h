@@ -90,9 +90,15 @@ class Linear : public Module {
   Status check_load(const LinearWeights& weights) const;
   Status load(const LinearWeights& weights);
 
+  bool loaded() const { return loaded_; }
+
   // x [..., in_features] → y [..., out_features].
   Status check_forward(const Shape& x, Shape* output) const;
   Status forward(const TensorView& x, float* y) const;
+  // forward() on `rows` rows, unchecked: for callers that checked the shapes themselves.
+  Status apply(int64_t rows, const float* x, float* y) const {
+    return weight_.apply(rows, x, config_.bias ? bias_.data() : nullptr, y);
+  }
 
  private:
   explicit Linear(const LinearConfig& config) : config_(config) {}

@@ -73,8 +73,8 @@ export class BertFamily {
     const [q, k, v] = this.qkv(block, x, rows);
     const { output, weights } = rowAttention(this.attn, q, k, v, { n, t, heads: this.heads, d: this.headDim, causal: false, ctx });
     const attended = layerNorm(addInto(block.output.forward(shaped(output)).data, x), block.attentionNorm.w, block.attentionNorm.b, width, this.eps);
-    const hidden = activate(block.intermediate.forward(shaped(attended)).data, this.act);
-    x.set(layerNorm(addInto(block.ffnOutput.forward(shaped(hidden, this.inner)).data, attended), block.ffnNorm.w, block.ffnNorm.b, width, this.eps));
+    const ffn = this.attn.feedForward(shaped(attended), { up: block.intermediate, down: block.ffnOutput }, { activation: this.act }).data;
+    x.set(layerNorm(addInto(ffn, attended), block.ffnNorm.w, block.ffnNorm.b, width, this.eps));
     return weights;
   }
 

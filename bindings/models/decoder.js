@@ -4,7 +4,7 @@
 // LlamaForCausalLM and its kin). Attention is the package's GroupedQueryAttention configured by
 // fromConfig, the projections its Linear.
 import { configArguments } from '../from_config.js';
-import { activate, addInto, rmsNorm } from './ops.js';
+import { addInto, rmsNorm } from './ops.js';
 import { attentionParts, linearFrom } from './parts.js';
 
 // How each family arranges a layer (its modeling_*.py DecoderLayer):
@@ -107,10 +107,12 @@ export class DecoderFamily {
     const attention = own(attn.GroupedQueryAttention.fromConfig(this.config, { layer, dtype: matrixDtype }));
     attention.loadStateDict(new Map([...tensors].filter(([name]) => name.startsWith(`${p}self_attn.`))), { prefix: `${p}self_attn.` });
     const linear = (name) => own(linearFrom(attn, tensors, `${p}mlp.${name}`));
-    const block = this.layout.fusedMlp ? { gateUp: linear('gate_up_proj'), down: linear('down_proj') }
+    // attn.feedForward's parts.
+    const mlp = this.layout.fusedMlp ? { gateUp: linear('gate_up_proj'), down: linear('down_proj') }
       : { gate: linear('gate_proj'), up: linear('up_proj'), down: linear('down_proj') };
+    const block = { attention, mlp };
     for (const name of NORMS[this.layout.norms]) block[name] = tensors.get(`${p}${name}.weight`).data;
-    return { attention, ...block };
+    return block;
   }
 
   /** The token embedding rows of `ids`, scaled as the family does. */
@@ -148,30 +150,11 @@ export class DecoderFamily {
     return attentionParts(block.attention, input, n, t, this.width, positions);
   }
 
-  // down(act(gate(x)) · up(x)); Phi-3's gate and up come as the two halves of one projection.
-  // `buffers` are the call's arrays, reused layer after layer: fresh memory for each would cost more
-  // than the activations themselves.
+  // down(act(gate(x)) · up(x)) (Phi-3's gate and up the two halves of one projection), into an
+  // array of the call's `buffers`, reused layer after layer.
   mlp(x, block, rows, buffers) {
-    const input = { data: x, shape: [rows, this.width] };
-    const inner = this.inner;
-    buffers.gate ??= new Float32Array(rows * inner);
-    buffers.up ??= new Float32Array(rows * inner);
-    const { gate, up } = buffers;
-    if (block.gateUp) {
-      buffers.gateUp ??= new Float32Array(2 * rows * inner);
-      const both = block.gateUp.forward(input, { out: buffers.gateUp }).data;
-      for (let i = 0; i < rows; i++) {
-        gate.set(both.subarray(2 * i * inner, (2 * i + 1) * inner), i * inner);
-        up.set(both.subarray((2 * i + 1) * inner, (2 * i + 2) * inner), i * inner);
-      }
-    } else {
-      block.gate.forward(input, { out: gate });
-      block.up.forward(input, { out: up });
-    }
-    activate(gate, this.act);
-    for (let i = 0; i < gate.length; i++) gate[i] *= up[i];
-    buffers.down ??= new Float32Array(rows * this.width);
-    return block.down.forward({ data: gate, shape: [rows, inner] }, { out: buffers.down }).data;
+    buffers.mlp ??= new Float32Array(rows * this.width);
+    return this.attn.feedForward({ data: x, shape: [rows, this.width] }, block.mlp, { activation: this.act, out: buffers.mlp }).data;
   }
 
   /** The final hidden rows, normed, that the head reads. */

@@ -3,7 +3,7 @@
 // head tied to the token embedding. Its Conv1D weights are stored [in, out]: transposed as stored
 // (16-bit words stay 16-bit) into the package's Linear; attention is scaledDotProductAttention.
 import { rowAttention } from './attention.js';
-import { activate, addInto, layerNorm, splitHeads } from './ops.js';
+import { addInto, layerNorm, splitHeads } from './ops.js';
 import { linearFrom } from './parts.js';
 
 // A Conv1D's weight [in, out] as a Linear's [out, in], in its own dtype.
@@ -76,8 +76,8 @@ export class Gpt2Family {
     const [q, k, v] = this.qkv(block, x, rows);
     const { output, weights } = rowAttention(this.attn, q, k, v, { n, t, heads: this.heads, d: this.headDim, causal: true, ctx });
     addInto(x, block.proj.forward({ data: output, shape: [rows, width] }).data);
-    const hidden = activate(block.fc.forward({ data: layerNorm(x, block.ln2.w, block.ln2.b, width, this.eps), shape: [rows, width] }).data, this.act);
-    addInto(x, block.fcProj.forward({ data: hidden, shape: [rows, this.inner] }).data);
+    const normed = { data: layerNorm(x, block.ln2.w, block.ln2.b, width, this.eps), shape: [rows, width] };
+    addInto(x, this.attn.feedForward(normed, { up: block.fc, down: block.fcProj }, { activation: this.act }).data);
     return weights;
   }
 

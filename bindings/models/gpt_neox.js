@@ -4,7 +4,7 @@
 // LayerNorm and an untied embed_out. Attention is the package's GroupedQueryAttention (as many
 // key/value heads as query heads) over q, k and v rows taken out of the fused weight.
 import { AttentionError, describe } from '../errors.js';
-import { activate, addInto, layerNorm } from './ops.js';
+import { addInto, layerNorm } from './ops.js';
 import { attentionParts, linearFrom, multiHeadSizes } from './parts.js';
 
 // query_key_value's rows [heads, 3, d] (modeling_gpt_neox.py views its output as [..., heads,
@@ -88,8 +88,8 @@ export class GptNeoxFamily {
     const input = layerNorm(x, block.ln1.w, block.ln1.b, width, this.eps);
     const { output, weights } = block.attention.forward({ data: input, shape: [n, t, width] }, ctx.attentionOptions());
     const mlp = (values) => {
-      const hidden = activate(block.up.forward({ data: layerNorm(values, block.ln2.w, block.ln2.b, width, this.eps), shape: [rows, width] }).data, this.act);
-      return block.down.forward({ data: hidden, shape: [rows, this.inner] }).data;
+      const normed = { data: layerNorm(values, block.ln2.w, block.ln2.b, width, this.eps), shape: [rows, width] };
+      return this.attn.feedForward(normed, { up: block.up, down: block.down }, { activation: this.act }).data;
     };
     if (this.parallel) {
       const fromMlp = mlp(x);

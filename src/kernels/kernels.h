@@ -18,6 +18,10 @@ struct ScoreTerms {
   float alibi_distance;  // j0 − p_i: how far the row's first key lies from the query's position
 };
 
+// The activations of a feed-forward block, by Hugging Face's names: silu; gelu (the erf form);
+// gelu_tanh (gelu_new and gelu_pytorch_tanh, the tanh approximation).
+enum class Activation : int32_t { silu, gelu, gelu_tanh };
+
 struct KernelSet {
   const char* name;
 
@@ -85,6 +89,12 @@ struct KernelSet {
   // attention factor), computed once for every head of the queries and the keys.
   void (*rope)(float* x, size_t rows, size_t stride, const float* cos, const float* sin, size_t half,
                bool interleaved);
+
+  // x[i] = act(x[i]) · multiplier[i] (multiplier null: act(x[i])): a feed-forward block's
+  // activation, times its up projection when the block is gated. The scalar twin computes act in
+  // double and rounds once, as PyTorch's float32 ops round; the others are within 2e-6 of it
+  // (relative; absolute below 1e-30), NaN and ±Inf as it gives them.
+  void (*activate)(float* x, const float* multiplier, size_t n, Activation act);
 };
 
 // A row's scaled scores with their terms and bias, through the cheaper scale_bias_max when there

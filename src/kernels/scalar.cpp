@@ -154,6 +154,26 @@ void rope_scalar(float* x, size_t rows, size_t stride, const float* cos, const f
   }
 }
 
+// act(v) in double, as the activations' definitions give it.
+double activation(double v, Activation act) {
+  switch (act) {
+    case Activation::gelu:
+      return 0.5 * v * std::erfc(-v * M_SQRT1_2);
+    case Activation::gelu_tanh:
+      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case Activation::silu:
+      break;
+  }
+  return v / (1.0 + std::exp(-v));
+}
+
+void activate_scalar(float* x, const float* multiplier, size_t n, Activation act) {
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(activation(x[i], act));
+    if (multiplier) x[i] *= multiplier[i];
+  }
+}
+
 }  // namespace
 
 const KernelSet kScalarKernels = {
@@ -173,6 +193,7 @@ const KernelSet kScalarKernels = {
     widen_f16_scalar,
     widen_bf16_scalar,
     rope_scalar,
+    activate_scalar,
 };
 
 }  // namespace attn::kernels

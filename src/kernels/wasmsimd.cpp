@@ -684,6 +684,65 @@ void rope__wasmsimd(float* x, size_t rows, size_t stride, const float* cos, cons
   }
 }
 
+// sigmoid(y) = 1 / (1 + e^-y) through exp_nonpositive of -|y|, which never overflows: e^-|y| / (1 +
+// e^-|y|) below 0, 1 / (1 + e^-|y|) from 0 on. ±Inf give 0 and 1; NaN stays NaN.
+inline v128_t sigmoid_f32x4(v128_t y) {
+  const v128_t e = exp_nonpositive_f32x4(wasm_f32x4_neg(wasm_f32x4_abs(y)));
+  const v128_t one = wasm_f32x4_splat(1.0f);
+  const v128_t numerator = wasm_v128_bitselect(e, one, wasm_f32x4_lt(y, wasm_f32x4_splat(0.0f)));
+  return wasm_f32x4_div(numerator, wasm_f32x4_add(one, e));
+}
+
+// erfc(x) as Numerical Recipes' erfcc (a Chebyshev fit, relative error below 1.2e-7 everywhere):
+// t = 1 / (1 + |x|/2), t · exp(−x² + P(t)) for x ≥ 0 and 2 minus it below. P(0) − x² may exceed 0
+// by 3e-8 at x = 0, where exp_nonpositive is still exact to its ulps.
+inline v128_t erfc_f32x4(v128_t x) {
+  const v128_t z = wasm_f32x4_abs(x);
+  const v128_t t = wasm_f32x4_div(wasm_f32x4_splat(1.0f), madd(wasm_f32x4_splat(1.0f), z, wasm_f32x4_splat(0.5f)));
+  v128_t p = wasm_f32x4_splat(0.17087277f);
+  for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
+                        1.00002368f, -1.26551223f})
+    p = madd(wasm_f32x4_splat(c), p, t);
+  const v128_t r = wasm_f32x4_mul(t, exp_nonpositive_f32x4(wasm_f32x4_sub(p, wasm_f32x4_mul(z, z))));
+  return wasm_v128_bitselect(r, wasm_f32x4_sub(wasm_f32x4_splat(2.0f), r), wasm_f32x4_ge(x, wasm_f32x4_splat(0.0f)));
+}
+
+// Every activation as x times a factor in [0, 1]: silu's sigmoid(x); gelu's erfc(−x/√2) / 2;
+// gelu_tanh's (1 + tanh(u)) / 2 = sigmoid(2u), u = √(2/π)·(x + 0.044715·x³).
+inline v128_t activate_f32x4(v128_t x, Activation act) {
+  switch (act) {
+    case Activation::silu:
+      return wasm_f32x4_mul(x, sigmoid_f32x4(x));
+    case Activation::gelu:
+      return wasm_f32x4_mul(wasm_f32x4_mul(x, wasm_f32x4_splat(0.5f)),
+                            erfc_f32x4(wasm_f32x4_mul(x, wasm_f32x4_splat(-0.70710678f))));
+    case Activation::gelu_tanh: {
+      const float two_c = 2.0f * 0.7978845608f;
+      const v128_t two_u =
+          wasm_f32x4_mul(x, madd(wasm_f32x4_splat(two_c), wasm_f32x4_mul(x, x), wasm_f32x4_splat(two_c * 0.044715f)));
+      return wasm_f32x4_mul(x, sigmoid_f32x4(two_u));
+    }
+  }
+  return x;
+}
+
+// Four at a time; the last 1..3 through the same vector code, padded.
+void activate__wasmsimd(float* x, const float* multiplier, size_t n, Activation act) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v128_t y = activate_f32x4(wasm_v128_load(x + i), act);
+    if (multiplier) y = wasm_f32x4_mul(y, wasm_v128_load(multiplier + i));
+    wasm_v128_store(x + i, y);
+  }
+  if (i < n) {
+    alignas(16) float tail[4] = {}, factors[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    std::copy(x + i, x + n, tail);
+    if (multiplier) std::copy(multiplier + i, multiplier + n, factors);
+    wasm_v128_store(tail, wasm_f32x4_mul(activate_f32x4(wasm_v128_load(tail), act), wasm_v128_load(factors)));
+    std::copy(tail, tail + (n - i), x + i);
+  }
+}
+
 }  // namespace
 
 const KernelSet kWasmSimdKernels = {
@@ -707,6 +766,7 @@ const KernelSet kWasmSimdKernels = {
     widen_f16__wasmsimd,
     widen_bf16__wasmsimd,
     rope__wasmsimd,
+    activate__wasmsimd,
 };
 
 }  // namespace attn::kernels

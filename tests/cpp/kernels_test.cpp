@@ -626,3 +626,48 @@ TEST_CASE("round_q8 gives q · d, which quantises again to the same bytes", "[ke
     for (size_t b = 0; b < scales.size(); ++b) REQUIRE(scales_again[b] == Approx(scales[b]).epsilon(1e-6));
   }
 }
+
+TEST_CASE("activate gives silu, gelu and gelu_tanh as its scalar twin, times a multiplier", "[kernels][activate]") {
+  using attn::kernels::Activation;
+  const KernelSet& scalar = attn::kernels::kScalarKernels;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // The twin itself at x = 1 and -1: 1 / (1 + e^-1), Φ(1), and the tanh form at 1 (PyTorch's values).
+  const std::vector<std::pair<Activation, double>> at_one = {
+      {Activation::silu, 0.7310585786300049}, {Activation::gelu, 0.8413447460685429}, {Activation::gelu_tanh, 0.8411919906082768}};
+  for (const auto& [act, want] : at_one) {
+    float x[2] = {1.0f, -1.0f};
+    scalar.activate(x, nullptr, 2, act);
+    REQUIRE(x[0] == static_cast<float>(want));
+    REQUIRE(x[1] == static_cast<float>(want - 1.0));  // each is x·g(x) with g(−x) = 1 − g(x)
+  }
+  std::vector<float> specials = {0.0f, -0.0f, inf, -inf, nan, 88.0f, -88.0f, 100.0f, -100.0f, 1e20f, -1e20f, 1e-30f, -1e-30f,
+                                 1e-40f, 0.5f, -0.5f, 3.0f, -3.0f, 7.5f, -7.5f, 20.0f, -20.0f};
+  const std::vector<float> wide = random_floats(400, 53, -12, 12);
+  specials.insert(specials.end(), wide.begin(), wide.end());
+  const std::vector<float> factors = random_floats(specials.size(), 54, -2, 2);
+  for (const KernelSet* set : attn::kernels::compiled_kernel_sets())
+    for (Activation act : {Activation::silu, Activation::gelu, Activation::gelu_tanh})
+      for (bool gated : {false, true})
+        for (size_t n : {specials.size(), size_t{1}, size_t{3}, size_t{5}, size_t{6}, size_t{7}}) {
+          INFO(set->name << " activation " << int(act) << " gated " << gated << " n=" << n);
+          std::vector<float> x(specials.begin(), specials.begin() + n), twin = x;
+          x.push_back(7.0f);
+          set->activate(x.data(), gated ? factors.data() : nullptr, n, act);
+          scalar.activate(twin.data(), gated ? factors.data() : nullptr, n, act);
+          for (size_t i = 0; i < n; ++i) {
+            INFO("x = " << specials[i]);
+            if (std::isnan(twin[i])) {
+              REQUIRE(std::isnan(x[i]));
+              continue;
+            }
+            if (std::isinf(twin[i])) {
+              REQUIRE(x[i] == twin[i]);
+              continue;
+            }
+            // Each activation is x·g(x), 0 ≤ g ≤ 1: where g nears 0 only its error relative to x counts.
+            const double bound = 2e-6 * (std::fabs(twin[i]) + 1e-7 * std::fabs(specials[i]) * (gated ? std::fabs(factors[i]) : 1.0));
+            REQUIRE(std::fabs(double(x[i]) - double(twin[i])) <= bound + 1e-30);
+          }
+          REQUIRE(x[n] == 7.0f);
+        }
+}

@@ -82,6 +82,9 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
     checkRows(rows, 'gemm-rate', ['impl', 'threads', 'gflops']);
     for (const impl of ['linear-f32', 'linear-f16'])
       checkRows(rows, impl, ['impl', 'layer', 'in', 'out', 'threads', 'tokens', 'median_ms', 'gflops', 'gemm_gflops']);
+    for (const impl of ['feed-forward', 'linear-x3-js-act'])
+      checkRows(rows, impl, ['impl', 'model', 'in', 'inner', 'threads', 'tokens', 'median_ms', 'gflops', 'gemm_gflops']);
+    for (const activation of ['silu', 'gelu', 'gelu_tanh']) checkRows(rows, `activate-${activation}`, ['impl', 'elements', 'gelements_per_s']);
   });
 
   test('--model', async () => {
@@ -133,7 +136,7 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
   });
 
   // The SIMD128 build of the kernel rows (the relaxed one needs Node's relaxed-SIMD flag).
-  test('the wasm kernel rows (bench/kernels_wasm.cpp): every decode kernel and RoPE, a few calls each', async () => {
+  test('the wasm kernel rows (bench/kernels_wasm.cpp): every decode kernel, RoPE and the activation, a few calls each', async () => {
     const { loadKernels } = await import('../../bench/peers/kernels.mjs');
     const kernels = await loadKernels('bench-kernels');
     for (const kernel of ['gemm_nt', 'gemm_nt_f16', 'gemm_nt_q8', 'gemm_nn_add', 'gemm_nn_add_f16', 'gemm_nn_add_q8']) {
@@ -144,6 +147,10 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
     for (const interleaved of [false, true]) {
       const rate = kernels.ropeRate({ interleaved }, 20, 2);
       assert.ok(Number.isFinite(rate) && rate > 0, `rope, interleaved ${interleaved}: ${rate}`);
+    }
+    for (const activation of ['silu', 'gelu', 'gelu_tanh']) {
+      const rate = kernels.activateRate(activation, { gated: activation !== 'gelu' }, 20, 2);
+      assert.ok(Number.isFinite(rate) && rate > 0, `activate ${activation}: ${rate}`);
     }
   });
 

@@ -199,6 +199,12 @@ try {
 console.log(wrongKind);
 // @ts-expect-error Linear writes into a Float32Array only
 new attn.Linear(4, 4).forward({ data: new Float32Array(4), shape: [1, 4] }, { out: new Float64Array(4) });
+// @ts-expect-error feedForward needs its activation
+attn.feedForward({ data: new Float32Array(4), shape: [1, 4] }, { up: new attn.Linear(4, 4), down: new attn.Linear(4, 4) }, {});
+// @ts-expect-error relu is not an activation feedForward knows
+attn.feedForward({ data: new Float32Array(4), shape: [1, 4] }, { up: new attn.Linear(4, 4), down: new attn.Linear(4, 4) }, { activation: 'relu' });
+// @ts-expect-error a gated block needs its down projection
+attn.feedForward({ data: new Float32Array(4), shape: [1, 4] }, { gate: new attn.Linear(4, 4), up: new attn.Linear(4, 4) }, { activation: 'silu' });
 
 // ---- attention-wasm/models ----------------------------------------------------------------------
 import { openModel } from 'attention-wasm/models';

@@ -159,6 +159,11 @@ const reused: ResultTensor = proj.forward(tensor([2, 64]), { out: new Float32Arr
 const projDtype: WeightDtype = proj.dtype;
 const bfloat16Weight: Bfloat16Tensor = { data: new Uint16Array(64 * 128), shape: [128, 64], dtype: 'bf16' };
 new attn.Linear(64, 128, { dtype: 'bf16' }).loadStateDict({ weight: bfloat16Weight, bias: tensor([128]) });
+const mlpUp = new attn.Linear(64, 256), mlpDown = new attn.Linear(256, 64);
+const mlpOut: ResultTensor = attn.feedForward(tensor([3, 64]), { gate: mlpUp, up: mlpUp, down: mlpDown }, { activation: 'silu' });
+attn.feedForward(tensor([3, 64]), { up: mlpUp, down: mlpDown }, { activation: 'gelu_new', out: new Float32Array(3 * 64) });
+attn.feedForward(tensor([3, 64]), { gateUp: new attn.Linear(64, 512), down: mlpDown }, { activation: 'gelu_pytorch_tanh' });
+console.log(mlpOut.shape);
 // A shape written `as const` is accepted.
 attn.scaledDotProductAttention({ data: new Float32Array(8), shape: [1, 8] as const }, k, v);
 
