@@ -709,37 +709,51 @@ inline v128_t erfc_f32x4(v128_t x) {
 
 // Every activation as x times a factor in [0, 1]: silu's sigmoid(x); gelu's erfc(−x/√2) / 2;
 // gelu_tanh's (1 + tanh(u)) / 2 = sigmoid(2u), u = √(2/π)·(x + 0.044715·x³).
-inline v128_t activate_f32x4(v128_t x, Activation act) {
-  switch (act) {
-    case Activation::silu:
-      return wasm_f32x4_mul(x, sigmoid_f32x4(x));
-    case Activation::gelu:
-      return wasm_f32x4_mul(wasm_f32x4_mul(x, wasm_f32x4_splat(0.5f)),
-                            erfc_f32x4(wasm_f32x4_mul(x, wasm_f32x4_splat(-0.70710678f))));
-    case Activation::gelu_tanh: {
-      const float two_c = 2.0f * 0.7978845608f;
-      const v128_t two_u =
-          wasm_f32x4_mul(x, madd(wasm_f32x4_splat(two_c), wasm_f32x4_mul(x, x), wasm_f32x4_splat(two_c * 0.044715f)));
-      return wasm_f32x4_mul(x, sigmoid_f32x4(two_u));
-    }
+template <Activation act>
+v128_t activate_f32x4(v128_t x) {
+  if constexpr (act == Activation::silu) {
+    return wasm_f32x4_mul(x, sigmoid_f32x4(x));
+  } else if constexpr (act == Activation::gelu) {
+    return wasm_f32x4_mul(wasm_f32x4_mul(x, wasm_f32x4_splat(0.5f)), erfc_f32x4(wasm_f32x4_mul(x, wasm_f32x4_splat(-0.70710678f))));
+  } else {
+    const float two_c = 2.0f * 0.7978845608f;
+    const v128_t two_u =
+        wasm_f32x4_mul(x, madd(wasm_f32x4_splat(two_c), wasm_f32x4_mul(x, x), wasm_f32x4_splat(two_c * 0.044715f)));
+    return wasm_f32x4_mul(x, sigmoid_f32x4(two_u));
   }
-  return x;
 }
 
-// Four at a time; the last 1..3 through the same vector code, padded.
-void activate__wasmsimd(float* x, const float* multiplier, size_t n, Activation act) {
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    v128_t y = activate_f32x4(wasm_v128_load(x + i), act);
-    if (multiplier) y = wasm_f32x4_mul(y, wasm_v128_load(multiplier + i));
-    wasm_v128_store(x + i, y);
+// Four at a time; the last 1..3 through the same vector code, padded. One loop per activation, its
+// vector step written once (a page downloads this code: the tail reuses the step, not a copy).
+template <Activation act>
+void activate_rows(float* x, const float* multiplier, size_t n) {
+  alignas(16) float tail[4] = {}, factors[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  const size_t whole = n & ~size_t{3};
+  for (size_t i = 0; i <= whole; i += 4) {
+    float* at = x + i;
+    const float* by = multiplier ? multiplier + i : factors;
+    if (i == whole) {  // the padded tail, or nothing
+      if (i == n) break;
+      std::copy(x + i, x + n, tail);
+      if (multiplier) std::copy(multiplier + i, multiplier + n, factors);
+      at = tail;
+      by = factors;
+    }
+    v128_t y = activate_f32x4<act>(wasm_v128_load(at));
+    if (multiplier || at == tail) y = wasm_f32x4_mul(y, wasm_v128_load(by));
+    wasm_v128_store(at, y);
+    if (at == tail) std::copy(tail, tail + (n - i), x + i);
   }
-  if (i < n) {
-    alignas(16) float tail[4] = {}, factors[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-    std::copy(x + i, x + n, tail);
-    if (multiplier) std::copy(multiplier + i, multiplier + n, factors);
-    wasm_v128_store(tail, wasm_f32x4_mul(activate_f32x4(wasm_v128_load(tail), act), wasm_v128_load(factors)));
-    std::copy(tail, tail + (n - i), x + i);
+}
+
+void activate__wasmsimd(float* x, const float* multiplier, size_t n, Activation act) {
+  switch (act) {
+    case Activation::silu:
+      return activate_rows<Activation::silu>(x, multiplier, n);
+    case Activation::gelu:
+      return activate_rows<Activation::gelu>(x, multiplier, n);
+    case Activation::gelu_tanh:
+      return activate_rows<Activation::gelu_tanh>(x, multiplier, n);
   }
 }
 
