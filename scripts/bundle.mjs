@@ -28,7 +28,7 @@ const options = {
   lineLimit: 160,
   logLevel: 'warning',
 };
-for (const [entry, outfile] of [['bindings/index.js', 'dist/index.mjs'], ['bindings/models/index.js', 'dist/models.mjs']]) {
+for (const [entry, outfile] of [['bindings/index.js', 'dist/index.mjs'], ['bindings/models/index.js', 'dist/models.mjs'], ['bindings/models/reader_worker.js', 'dist/models-reader.mjs']]) {
   await build({ ...options, entryPoints: [entry], outfile });
   // lineLimit breaks long strings with line continuations (a backslash, then a line break) and
   // lines between tokens, and a bundler finds `new URL('./attention-x.wasm', import.meta.url)` only

@@ -148,18 +148,24 @@ export class Checkpoint {
    */
   async read(names, dtypeOf, { onBytes = () => {}, signal, lease = null, viewable = () => false } = {}) {
     const entries = names.map((name) => this.entry(name)).sort((a, b) => a.file.localeCompare(b.file) || a.begin - b.begin);
-    const result = new Map();
+    // Runs of neighbouring tensors, each one read; all asked for at once, so that a source that
+    // reads elsewhere (a file handle's thread pool, a page's reader worker) has every one under way
+    // while this thread is busy.
+    const groups = [];
     for (let i = 0; i < entries.length;) {
-      signal?.throwIfAborted();
-      const first = entries[i];
       let j = i + 1;
-      while (j < entries.length && entries[j].file === first.file && entries[j].begin === entries[j - 1].end && entries[j].end - first.begin <= MAX_READ_BYTES) j++;
-      const end = entries[j - 1].end;
-      const bytes = await this.readRange(first.file, first.begin, end, lease);
-      onBytes(bytes.length);
-      for (const entry of entries.slice(i, j))
-        result.set(entry.name, tensorFromEntry(entry, bytes, entry.begin - first.begin, dtypeOf(entry.name), { view: lease !== null && viewable(entry.name) }));
+      while (j < entries.length && entries[j].file === entries[i].file && entries[j].begin === entries[j - 1].end && entries[j].end - entries[i].begin <= MAX_READ_BYTES) j++;
+      groups.push(entries.slice(i, j));
       i = j;
+    }
+    signal?.throwIfAborted();
+    const reads = await Promise.all(groups.map((group) => this.readRange(group[0].file, group[0].begin, group.at(-1).end, lease)));
+    const result = new Map();
+    for (const [i, group] of groups.entries()) {
+      const bytes = reads[i];
+      onBytes(bytes.length);
+      for (const entry of group)
+        result.set(entry.name, tensorFromEntry(entry, bytes, entry.begin - group[0].begin, dtypeOf(entry.name), { view: lease !== null && viewable(entry.name) }));
     }
     return result;
   }

@@ -3,6 +3,7 @@
 // [begin, end) of one file (a file handle's read in Node, Blob.slice in a page), as llama.cpp's
 // loader reads tensors where they lie.
 import { AttentionError, describe } from '../errors.js';
+import { blobRange } from './blob_range.js';
 
 // A file's name without the folder path a browser prefixes (webkitRelativePath) or a path's folders.
 const baseName = (name) => name.split(/[\\/]/).pop();
@@ -10,70 +11,54 @@ const baseName = (name) => name.split(/[\\/]/).pop();
 const isBlob = (value) => typeof Blob !== 'undefined' && value instanceof Blob;
 
 /**
- * The bytes [begin, end) of a Blob: into `into` (its memory, which a byte stream's reads transfer
- * from buffer to buffer: the view returned is of the last one) where the engine's Blob streams take
- * a BYOB reader, else in a buffer of their own.
+ * A dedicated worker that reads Blob ranges for this thread (dist/models-reader.mjs, beside this
+ * module), or null outside a page or a page's worker (Node). A page's Blob stream brings its bytes
+ * as tasks of the thread that reads it: read here, a streamed layer's bytes would wait while the previous
+ * layer computes in wasm (0.3 s a layer of a 1B model, at Chromium's 0.4 GB/s); in a worker of
+ * their own they arrive meanwhile. → { read(blob, begin, end, into) → Promise<Uint8Array>
+ * (rejects with READER_LOST if the worker cannot start: a bundler that left the file behind, a
+ * Content-Security-Policy that refuses it), close() }.
  */
-async function blobRange(blob, begin, end, into) {
-  let reader = null;
+function readerWorker() {
+  // Node's Worker, where Emscripten's threaded glue sets one, is worker_threads': not this one.
+  if (typeof Worker === 'undefined' || globalThis.process?.release?.name === 'node') return null;
+  let worker;
   try {
-    reader = into && blob.slice(begin, end).stream().getReader({ mode: 'byob' });
+    worker = new Worker(new URL('./models-reader.mjs', import.meta.url), { type: 'module' });
   } catch {
-    // Blob streams without byte-stream reads: a buffer of their own.
+    return null;
   }
-  if (!reader) return new Uint8Array(await blob.slice(begin, end).arrayBuffer());
-  // The first read detaches `into`: its place is taken now.
-  const { byteOffset, length } = into;
-  let { buffer } = into, done = 0;
-  while (done < length) {
-    const read = reader.read(new Uint8Array(buffer, byteOffset + done, length - done));
-    let result = await untilStalled(read);
-    if (result === STALLED) {
-      // Chromium (156) now and then leaves a worker's Blob stream waiting for ever: a streamed 1B
-      // model's run of 2048 tokens stopped at a layer's read, its worker idle. The reader is
-      // cancelled and the rest read through a new slice, into the buffer the cancel hands back
-      // (or, where it does not, the whole range into a buffer of its own).
-      console.warn(`attention-wasm: a read of the file's bytes ${begin + done}–${end} brought nothing for ${STALL_TICKS} s; reading them again`);
-      reader.cancel().catch(() => {});
-      result = await untilStalled(read);
-      reader.releaseLock();
-      if (result !== STALLED && result.value) {
-        buffer = result.value.buffer;
-      } else {
-        buffer = new ArrayBuffer(byteOffset + length);
-        done = 0;
-      }
-      reader = blob.slice(begin + done, end).stream().getReader({ mode: 'byob' });
-      continue;
-    }
-    const { value, done: ended } = result;
-    if (value) buffer = value.buffer;
-    if (ended) break;
-    done += value.length;
-  }
-  reader.releaseLock();
-  return new Uint8Array(buffer, byteOffset, done);
+  const pending = new Map();
+  let nextId = 0, lost = false;
+  const end = () => {
+    worker.terminate();
+    lost = true;
+    for (const { reject } of pending.values()) reject(READER_LOST);
+    pending.clear();
+  };
+  worker.onmessage = ({ data }) => {
+    const request = pending.get(data.id);
+    pending.delete(data.id);
+    if (!data.error) request.resolve(new Uint8Array(data.buffer, data.byteOffset, data.length));
+    else request.reject(typeof DOMException === 'function' ? new DOMException(data.error.message, data.error.name) : new Error(data.error.message));
+  };
+  worker.onerror = (event) => {
+    event.preventDefault();
+    end();
+  };
+  return {
+    read: (blob, begin, end, into) => new Promise((resolve, reject) => {
+      if (lost) return reject(READER_LOST);
+      const id = nextId++;
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, blob, begin, end, buffer: into.buffer, byteOffset: into.byteOffset, length: into.length }, [into.buffer]);
+    }),
+    close: end,
+  };
 }
 
-// A Blob stream's read counts as stalled after STALL_TICKS ticks of a second each in which the
-// event loop ran and the read did not settle: time the thread spends in wasm (a layer's forward,
-// many seconds for a large model) is one late tick, not a stall.
-const STALL_TICKS = 10;
-const STALLED = Symbol('stalled');
-
-// `read`'s result, or STALLED.
-function untilStalled(read) {
-  let timer;
-  const stalled = new Promise((resolve) => {
-    let ticks = 0;
-    const tick = () => {
-      if (++ticks >= STALL_TICKS) resolve(STALLED);
-      else timer = setTimeout(tick, 1000);
-    };
-    timer = setTimeout(tick, 1000);
-  });
-  return Promise.race([read, stalled]).finally(() => clearTimeout(timer));
-}
+// A reader worker's failure: the read is made on this thread instead.
+const READER_LOST = Symbol('reader worker lost');
 
 // Files held in memory or as Blobs, by name: { name → Blob | Uint8Array }.
 function memorySource(entries) {
@@ -84,15 +69,32 @@ function memorySource(entries) {
       throw new AttentionError(`source.get('${name}')`, 'a Blob, Uint8Array or ArrayBuffer', describe(value));
     files.set(baseName(name), bytes);
   }
+  // Started with the first read into a buffer, and only if some file is a Blob.
+  let reader;
   return {
     names: [...files.keys()],
     size: (name) => (isBlob(files.get(name)) ? files.get(name).size : files.get(name).byteLength),
     read: async (name, begin, end, into) => {
       // Bytes in memory are viewed, not copied.
       const file = files.get(name);
-      return isBlob(file) ? blobRange(file, begin, end, into) : file.subarray(begin, end);
+      if (!isBlob(file)) return file.subarray(begin, end);
+      if (into && reader === undefined) reader = readerWorker();
+      if (into && reader) {
+        try {
+          return await reader.read(file, begin, end, into);
+        } catch (error) {
+          if (error !== READER_LOST) throw error;
+          // `into` went to the worker: this thread reads into a buffer of its own.
+          reader = null;
+          return blobRange(file, begin, end, new Uint8Array(end - begin));
+        }
+      }
+      return blobRange(file, begin, end, into);
     },
-    close: async () => {},
+    close: async () => {
+      reader?.close();
+      reader = null;
+    },
   };
 }
 
