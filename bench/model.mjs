@@ -2,13 +2,14 @@
 // key/value heads, intermediate 1536, vocabulary 49152; random binary16 weights, written by
 // bench/open.mjs's checkpoint writer as config.json and an F16 model.safetensors in a folder under
 // os.tmpdir(), removed at the end) opened with openModel (attention-wasm/models: fromConfig
-// attention, Linear MLP and head, JS norms and activations; resident, f16 as stored) at 512 tokens
-// on 1 and 2 threads. Each row states the Linear layers' rate, timed inside the forward (every
-// attn.Linear forward: the MLP's and the head's), against our GEMM's rate on as many threads
-// (gemm-rate.mjs), measured in the same run. Two rows a thread count: the forward with every
-// position's logits (`logits: 'all'`, a 100 MB result at 512 tokens, of which the copy out of wasm
-// memory alone takes about 0.3 s here) and with the last one's (`'last'`, what the viewer and
-// generation read). Goals: Linear at 85 % of the GEMM rate; the forward on 2 threads within 2 s.
+// attention, the MLP through attn.feedForward, a Linear head, JS norms; resident, f16 as stored)
+// at 512 tokens on 1 and 2 threads. Each row states the Linear layers' rate, timed inside the
+// forward (every attn.Linear forward and attn.feedForward: the MLP's and the head's), against our
+// GEMM's rate on as many threads (gemm-rate.mjs), measured in the same run. Two rows a thread
+// count: the forward with every position's logits (`logits: 'all'`, a 100 MB result at 512
+// tokens, of which the copy out of wasm memory alone takes about 0.3 s here) and with the last
+// one's (`'last'`, what the viewer and generation read). Goals: Linear at 85 % of the GEMM rate;
+// the forward on 2 threads within 2 s.
 // --quick: 2 layers and two timed runs.
 //
 //   node --experimental-wasm-relaxed-simd bench/model.mjs [--json FILE] [--tokens 512] [--quick]
@@ -32,19 +33,30 @@ const tokens = Number(args.tokens);
 const layers = args.quick ? 2 : 30;
 const config = { ...CONFIGS['SmolLM2-135M'], num_hidden_layers: layers };
 
-// Times every Linear forward of `attn` (its class's prototype: the model's MLP and head) into
-// `clock` (ms) and counts its multiply-adds; → undoes it.
+// Times every Linear forward of `attn` (its class's prototype: the attention's projections run
+// inside its own calls, the head here) and every feedForward (the MLP's three Linear layers) into
+// `clock` (ms) and counts their multiply-adds; → undoes it.
 function instrument(attn, clock) {
-  const proto = attn.Linear.prototype;
-  const forward = proto.forward;
-  proto.forward = function timed(x, opts) {
-    const start = performance.now();
-    const y = forward.call(this, x, opts);
-    clock.ms += performance.now() - start;
-    clock.flops += 2 * (x.data.length / this.inFeatures) * this.inFeatures * this.outFeatures;
-    return y;
+  const timed = (proto, name, flopsOf) => {
+    const original = proto[name];
+    proto[name] = function timedCall(...args) {
+      const start = performance.now();
+      const result = original.apply(this, args);
+      clock.ms += performance.now() - start;
+      clock.flops += flopsOf.apply(this, args);
+      return result;
+    };
+    return () => { proto[name] = original; };
   };
-  return () => { proto.forward = forward; };
+  const linearFlops = (linear, rows) => 2 * rows * linear.inFeatures * linear.outFeatures;
+  const undo = [
+    timed(attn.Linear.prototype, 'forward', function linearCall(x) { return linearFlops(this, x.data.length / this.inFeatures); }),
+    timed(Object.getPrototypeOf(attn), 'feedForward', (x, parts) => {
+      const rows = x.data.length / x.shape.at(-1);
+      return Object.values(parts).reduce((sum, linear) => sum + linearFlops(linear, rows), 0);
+    }),
+  ];
+  return () => undo.forEach((restore) => restore());
 }
 
 const rows = [];
