@@ -13,11 +13,11 @@ const isBlob = (value) => typeof Blob !== 'undefined' && value instanceof Blob;
 /**
  * A dedicated worker that reads Blob ranges for this thread (dist/models-reader.mjs, beside this
  * module), or null outside a page or a page's worker (Node). A page's Blob stream brings its bytes
- * as tasks of the thread that reads it: read here, a streamed layer's bytes would wait while the previous
- * layer computes in wasm (0.3 s a layer of a 1B model, at Chromium's 0.4 GB/s); in a worker of
- * their own they arrive meanwhile. → { read(blob, begin, end, into) → Promise<Uint8Array>
- * (rejects with READER_LOST if the worker cannot start: a bundler that left the file behind, a
- * Content-Security-Policy that refuses it), close() }.
+ * as tasks of the thread that reads it: read here, a streamed layer's bytes would wait while the
+ * previous layer computes in wasm (0.3 s a layer of a 1B model, at Chromium's 0.4 GB/s); in a
+ * worker of their own they arrive meanwhile. → { read(blob, begin, end, into) →
+ * Promise<Uint8Array> (rejects with READER_LOST if the worker cannot start: a bundler that left
+ * the file behind, a Content-Security-Policy that refuses it), close() }.
  */
 function readerWorker() {
   // Node's Worker, where Emscripten's threaded glue sets one, is worker_threads': not this one.
