@@ -4,7 +4,7 @@ import { AttentionError, describe, keepClassNames } from './errors.js';
 import { checkWasmBaseUrl, checkWasmBinary, load } from './loader.js';
 import { createMasks } from './masks.js';
 import { createKVCacheClass } from './kv_cache.js';
-import { createModuleClasses } from './modules.js';
+import { createModuleClasses, forward } from './modules.js';
 import { internals } from './owned.js';
 import { disposeSymbol, idsView, maskView, Runtime, tensorView, throwIfFailed } from './runtime.js';
 import { checkRopeScheme, ROPE_SCHEME_OPTIONS, ropeScalingStruct } from './rope.js';
@@ -189,11 +189,8 @@ class Attention {
     const activation = wasm._Activation[ACTIVATIONS[checkChoice(opts.activation, 'activation', names)]];
     runtime.checkRank(x.shape, 'x', '[..., inFeatures]');
     const given = { ...handles, activation };
-    const result = wasm._feedForwardCheck(given, tensorView(0, x));
-    if (!result || result.output === undefined) throwIfFailed(result);
-    const [output] = runtime.invoke([[x.data, 'x']], resultEntries({ output: opts.out }, result.output, null, undefined, 'out'),
-      ([input], [out]) => wasm._feedForward(given, tensorView(input, x), out));
-    return output;
+    return forward(runtime, () => wasm._feedForwardCheck(given, tensorView(0, x)), [[x.data, 'x']],
+      ([input], out) => wasm._feedForward(given, tensorView(input, x), out), undefined, { output: opts.out }, 'out').output;
   }
 
   // A feedForward part's core handle: 0 when absent; a Linear of this instance, not disposed.

@@ -183,7 +183,7 @@ class AttentionModule {
 // `inputs` copied into wasm memory at `pointers`. The output may overwrite input `outputOverInput`
 // where the module allows it. `out`: the arrays the caller gave for the results (validate.js's
 // resultEntries), the output's named `outputName`.
-function forward(runtime, check, inputs, run, outputOverInput, out = {}, outputName = undefined) {
+export function forward(runtime, check, inputs, run, outputOverInput, out = {}, outputName = undefined) {
   const result = check();
   if (!result || result.output === undefined) throwIfFailed(result);
   const [output, weights] = runtime.invoke(

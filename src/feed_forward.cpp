@@ -47,11 +47,10 @@ Status check_feed_forward(const FeedForwardParts& p, const Shape& x, Shape* outp
   }
   if (p.down->config().in_features != inner)
     return Status::invalid("parts.down", "Linear(" + std::to_string(inner) + ", ...) (inFeatures = the hidden width)", described(*p.down));
-  if (x.rank < 1 || x.rank > kMaxRank || x.at_end(1) != in || !x.non_negative())
-    return Status::invalid("x", "[..., " + std::to_string(in) + "] (the projections' inFeatures last)", x.str());
-  *output = x;
-  (*output)[x.rank - 1] = p.down->config().out_features;
-  return Status::success();
+  // x as the first projection takes it; the output as down gives it.
+  s = first.check_forward(x, output);
+  if (s.ok()) (*output)[x.rank - 1] = p.down->config().out_features;
+  return s;
 }
 
 Status feed_forward(const FeedForwardParts& p, const TensorView& x, float* y) {
