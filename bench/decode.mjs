@@ -1,13 +1,14 @@
 // The decode benchmark: one new token a step through Llama-3.2-1B's attention (32 query heads over
 // 8 key/value heads, head dim 64, batch 1) at contexts 512, 4096 and 16384, on 1 and 2 threads.
 // Rows: our KVCache (f32, f16 and q8: append the token, attend, truncate back so every step has
-// the same context), the same step built natively on one thread (native-decode-*, bench/decode_native.cpp:
+// the same context), the same step built natively on 1 and 2 threads (native-decode-*, bench/decode_native.cpp:
 // -march=native, the wasm kernels through SIMDe) with its own read rate (native-read-bandwidth),
 // our v1-style call that passes the whole K/V from JS each step, onnxruntime-web's
 // com.microsoft.GroupQueryAttention op fed past_key/past_value and reading present_* back each step
 // (as transformers.js runs it), and the read rate of 64 MiB inside wasm, which gives each row's
-// floor (the bytes of keys and values a step reads ÷ that rate). Our rows and the native ones are
-// timed in alternation, one run each per round; onnxruntime runs in its own worker thread and is timed alone after them
+// floor (the bytes of keys and values a step reads ÷ that rate). Our rows on 1 and 2 threads (two
+// instances) and the native ones are timed in alternation, one run each per round, so that two
+// threads' speed-up compares runs of the same rounds; onnxruntime runs in its own worker thread and is timed alone after them
 // (its thread pool spins after each run and would slow whatever runs next). Every row's output of
 // its last step is checked against a float64 reference of that step. Each row's roofline is the
 // larger of its floor and its multiply-adds at our relaxed GEMM's rate on as many threads
@@ -15,7 +16,7 @@
 // over its median, `of read` that rate over the read rate of its own build (wasm or native). Then the whole attention block
 // (GroupedQueryAttention: projections, RoPE, the cache, o_proj) at 4096 on 1 thread: plain RoPE,
 // Llama 3's scaled RoPE (which should cost nothing more), and a batch of 4 left-padded rows beside
-// batch 1, also in alternation.
+// batch 1; and plain RoPE on 2 threads; also in alternation.
 //
 //   node --experimental-wasm-relaxed-simd bench/decode.mjs [--json FILE] [--quick]
 //   (npm run bench -- --decode [--json FILE] [--quick] also builds first)
@@ -192,18 +193,22 @@ async function ourRows(attn, p, native) {
 
 // Llama-3.2-1B's attention block, one token a step at `context` held positions (the cache filled
 // directly: its keys' values do not change the time), timed in alternation: plain RoPE, llama3
-// scaling, and batch 4 with rows left-padded by 0, 100, 500 and 1000 positions.
-async function blockRows(attn, context) {
+// scaling, and batch 4 with rows left-padded by 0, 100, 500 and 1000 positions on 1 thread, and
+// plain RoPE on 2 (`instances`: one instance a thread count), where the pool's calls, several a
+// step, show.
+async function blockRows(instances, context) {
   const hidden = HQ * D, random = rng(7);
   const stateDict = {};
   for (const [name, shape] of [['q_proj.weight', [hidden, hidden]], ['k_proj.weight', [HKV * D, hidden]], ['v_proj.weight', [HKV * D, hidden]], ['o_proj.weight', [hidden, hidden]]])
     stateDict[name] = tensor(shape, random);
   const llama3 = { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 };
   const setups = [
-    ['ours-block-decode', {}, 1],
-    ['ours-block-decode-llama3', { ropeScaling: llama3 }, 1],
-    ['ours-block-decode-padded-b4', { ropeScaling: llama3 }, 4],
-  ].map(([impl, opts, batch]) => {
+    ['ours-block-decode', {}, 1, 1],
+    ['ours-block-decode-llama3', { ropeScaling: llama3 }, 1, 1],
+    ['ours-block-decode-padded-b4', { ropeScaling: llama3 }, 4, 1],
+    ['ours-block-decode', {}, 1, 2],
+  ].map(([impl, opts, batch, threads]) => {
+    const attn = instances[threads - 1];
     const block = new attn.GroupedQueryAttention(hidden, HQ, HKV, { ropeBase: 500000, ...opts });
     block.loadStateDict(stateDict);
     const cache = block.createCache(context, { batch });
@@ -217,11 +222,11 @@ async function blockRows(attn, context) {
       block.forward(x, { cache });
       cache.truncate(context - 1);
     };
-    return { impl, batch, block, cache, run };
+    return { impl, batch, threads, build: attn.build, block, cache, run };
   });
   const timings = await measureAlternating(setups.map(({ run }) => run), plan);
-  const result = setups.map(({ impl, batch }, i) => ({
-    impl, context, threads: 1, batch, median_ms: timings[i].median_ms, min_ms: timings[i].min_ms, build: attn.build,
+  const result = setups.map(({ impl, batch, threads, build }, i) => ({
+    impl, context, threads, batch, median_ms: timings[i].median_ms, min_ms: timings[i].min_ms, build,
   }));
   for (const { block, cache } of setups) {
     cache.dispose();
@@ -265,112 +270,128 @@ async function ortRow(p, threads, ours) {
 console.log(`attention-wasm bench: decode, ${HQ} query heads over ${HKV} key/value heads, head dim ${D}, batch 1, one new token a step`);
 console.log(`${'impl'.padEnd(28)}  ${'context'.padStart(6)}  thr  ${'min ms'.padStart(9)}  ${'median ms'.padStart(9)}  ${'max err'.padStart(9)}  ${'floor ms'.padStart(8)}  ${'roof ms'.padStart(8)}  ${'x roof'.padStart(6)}  ${'GB/s'.padStart(7)}  ${'of read'.padStart(7)}  ${'GF/s'.padStart(6)}  note`);
 const problems = contexts.map(problem);
-const native = NativeDecoder.available() ? new NativeDecoder() : null;
+// One native process per thread count, so that neither rebuilds its thread pool between steps.
+const natives = NativeDecoder.available() ? [new NativeDecoder(), new NativeDecoder()] : null;
 let nativeGbps;
-if (native) {
-  await native.threads(1);
-  nativeGbps = Math.max(await native.readGbps(), await native.readGbps());
+if (natives) {
+  for (const [i, native] of natives.entries()) await native.threads(i + 1);
+  nativeGbps = Math.max(await natives[0].readGbps(), await natives[0].readGbps());
   const row = { impl: 'native-read-bandwidth', threads: 1, gbps: nativeGbps };
   rows.push(row);
   print(row);
 } else {
   print({ impl: 'native-decode', threads: 1, note: 'build/native/attention_bench_decode_native missing (bash scripts/build.sh all)' });
 }
-const byThreads = {};
+// The read and GEMM rates of each thread count, then each context's rows on 1 and 2 threads and
+// natively, all timed in alternation: two threads' speed-up is a ratio of rows measured in the
+// same rounds, not of runs minutes apart on a machine whose speed drifts.
+const rates = {};
 for (const threads of [1, 2]) {
   const gbps = Math.max(await readBandwidth(threads), await readBandwidth(threads));
-  const bandwidthRow = { impl: 'read-bandwidth', threads, gbps };
-  rows.push(bandwidthRow);
-  print(bandwidthRow);
   const gflops = await gemmRate(threads);
-  const gemmRow = { impl: 'gemm-rate', threads, gflops };
-  rows.push(gemmRow);
-  print(gemmRow);
-  const attn = await init({ threads });
-  for (const p of problems) {
-    const { outputs, runs, finish } = await ourRows(attn, p, threads === 1 ? native : null);
-    const timings = await measureAlternating(runs.map(([, run]) => run), plan);
-    await finish();
-    const byImpl = {};
-    runs.forEach(([impl], i) => {
-      const dtype = DTYPES.find((name) => impl.endsWith(`-decode-${name}`)) ?? 'f32';
-      const isNative = impl.startsWith('native-');
-      const bytes = p.context * HKV * BYTES_PER_ROW[dtype];
-      // A score and a weighted value per query head and key: 2 · HQ · context · D multiply-adds.
-      const flops = 4 * HQ * p.context * D;
-      const floor_ms = bytes / (gbps * 1e6);
-      const median_ms = timings[i].median_ms;
-      const row = { impl, context: p.context, threads, median_ms, min_ms: timings[i].min_ms,
-        max_abs_err: maxAbsError(outputs[impl], p.want), floor_ms, roofline_ms: Math.max(floor_ms, flops / (gflops * 1e6)),
-        gbps: bytes / (median_ms * 1e6), build: isNative ? 'native' : attn.build };
-      row.of_read = row.gbps / (isNative ? nativeGbps : gbps);
-      if (!(row.max_abs_err <= TOLERANCES[dtype])) {
-        ++failures;
-        row.note = 'OUTPUT MISMATCH';
-      }
-      byImpl[impl] = row;
-    });
-    for (const dtype of DTYPES) {
-      const ours = byImpl[`ours-decode-${dtype}`], mine = byImpl[`native-decode-${dtype}`];
+  rates[threads] = { gbps, gflops };
+  for (const row of [{ impl: 'read-bandwidth', threads, gbps }, { impl: 'gemm-rate', threads, gflops }]) {
+    rows.push(row);
+    print(row);
+  }
+}
+const instances = [await init({ threads: 1 }), await init({ threads: 2 })];
+for (const p of problems) {
+  const sets = [];
+  for (const [i, attn] of instances.entries()) sets.push({ attn, threads: i + 1, ...await ourRows(attn, p, natives?.[i]) });
+  const runs = sets.flatMap((set) => set.runs.map(([impl, run]) => ({ impl, run, set })));
+  const timings = await measureAlternating(runs.map(({ run }) => run), plan);
+  for (const set of sets) await set.finish();
+  const byThreads = { 1: {}, 2: {} };
+  runs.forEach(({ impl, set: { attn, threads, outputs } }, i) => {
+    const { gbps, gflops } = rates[threads];
+    const dtype = DTYPES.find((name) => impl.endsWith(`-decode-${name}`)) ?? 'f32';
+    const isNative = impl.startsWith('native-');
+    const bytes = p.context * HKV * BYTES_PER_ROW[dtype];
+    // A score and a weighted value per query head and key: 2 · HQ · context · D multiply-adds.
+    const flops = 4 * HQ * p.context * D;
+    const floor_ms = bytes / (gbps * 1e6);
+    const median_ms = timings[i].median_ms;
+    const row = { impl, context: p.context, threads, median_ms, min_ms: timings[i].min_ms,
+      max_abs_err: maxAbsError(outputs[impl], p.want), floor_ms, roofline_ms: Math.max(floor_ms, flops / (gflops * 1e6)),
+      gbps: bytes / (median_ms * 1e6), build: isNative ? 'native' : attn.build };
+    // The native read rate is one thread's.
+    row.of_read = isNative ? (threads === 1 ? row.gbps / nativeGbps : undefined) : row.gbps / gbps;
+    if (!(row.max_abs_err <= TOLERANCES[dtype])) {
+      ++failures;
+      row.note = 'OUTPUT MISMATCH';
+    }
+    byThreads[threads][impl] = row;
+  });
+  const one = byThreads[1];
+  for (const dtype of DTYPES) {
+    for (const kind of ['ours', 'native']) {
+      const two = byThreads[2][`${kind}-decode-${dtype}`];
+      if (two) two.vs_one_thread = one[`${kind}-decode-${dtype}`].median_ms / two.median_ms;
+    }
+    for (const rowsOf of Object.values(byThreads)) {
+      const ours = rowsOf[`ours-decode-${dtype}`], mine = rowsOf[`native-decode-${dtype}`];
       if (mine) ours.vs_native = ours.median_ms / mine.median_ms;
     }
-    for (const row of Object.values(byImpl)) {
+  }
+  const notes = (row) => row.note ?? ([
+    row.vs_one_thread && `${row.vs_one_thread.toFixed(2)}x 1 thread`, row.vs_native && `${row.vs_native.toFixed(2)}x native`,
+  ].filter(Boolean).join(', ') || undefined);
+  for (const threads of [1, 2]) {
+    for (const row of Object.values(byThreads[threads])) {
       rows.push(row);
-      print({ ...row, note: row.note ?? (row.vs_native ? `${row.vs_native.toFixed(2)}x native` : undefined) });
+      print({ ...row, note: notes(row) });
     }
-    const ort = await ortRow(p, threads, outputs['ours-decode-f32']);
+    const ort = await ortRow(p, threads, sets[0].outputs['ours-decode-f32']);
     rows.push(ort);
     print(ort);
-    const f32 = byImpl['ours-decode-f32'];
-    (byThreads[threads] ??= {})[p.context] = byImpl;
     if (threads === 1 && p.context === 4096) {
-      const speedup = ort.median_ms / f32.median_ms;
+      const speedup = ort.median_ms / one['ours-decode-f32'].median_ms;
       goals.push(`ours-decode-f32 at 4096, 1 thread: ${speedup.toFixed(1)}x faster than onnxruntime-web-gqa (goal >= 3x): ${speedup >= 3 ? 'met' : 'missed'}`);
     }
-    if (threads === 1 && (p.context === 4096 || p.context === 16384)) {
-      // Within 1.25x the roofline; or, where the native build of the same step is itself further
-      // than that from it (the roofline is out of WebAssembly's reach), within 1.1x native.
-      for (const dtype of DTYPES) {
-        const row = byImpl[`ours-decode-${dtype}`], mine = byImpl[`native-decode-${dtype}`];
-        const over = row.median_ms / row.roofline_ms, nativeOver = mine && mine.median_ms / row.roofline_ms;
-        const verdict = over <= 1.25 ? 'met'
-          : nativeOver > 1.25 && row.vs_native <= 1.1 ? `met by the native clause (native is ${nativeOver.toFixed(2)}x the roofline)` : 'missed';
-        const versus = mine ? `, ${row.vs_native.toFixed(2)}x native` : ', no native build';
-        goals.push(`${row.impl} at ${p.context}, 1 thread: ${over.toFixed(2)}x the roofline${versus} (goal <= 1.25x the roofline, or <= 1.1x native where native is over 1.25x): ${verdict}`);
-      }
-    }
-    if (threads === 1 && p.context === 16384) {
-      const ratio = byImpl['ours-decode-q8'].median_ms / byImpl['ours-decode-f16'].median_ms;
-      goals.push(`ours-decode-q8 at 16384, 1 thread: ${ratio.toFixed(2)}x f16's time (goal <= 0.6x): ${ratio <= 0.6 ? 'met' : 'missed'}`);
-    }
-    if (threads === 2 && p.context === 16384) {
-      for (const impl of ['ours-decode-f32', 'ours-decode-f16']) {
-        const speedup = byThreads[1][16384][impl].median_ms / byImpl[impl].median_ms;
-        goals.push(`${impl} at 16384: 2 threads ${speedup.toFixed(2)}x faster than 1 (goal >= 1.8x): ${speedup >= 1.8 ? 'met' : 'missed'}`);
-      }
+  }
+  if (p.context === 4096 || p.context === 16384) {
+    // Within 1.25x the roofline; or, where the native build of the same step is itself further
+    // than that from it (the roofline is out of WebAssembly's reach), within 1.1x native.
+    for (const dtype of DTYPES) {
+      const row = one[`ours-decode-${dtype}`], mine = one[`native-decode-${dtype}`];
+      const over = row.median_ms / row.roofline_ms, nativeOver = mine && mine.median_ms / row.roofline_ms;
+      const verdict = over <= 1.25 ? 'met'
+        : nativeOver > 1.25 && row.vs_native <= 1.1 ? `met by the native clause (native is ${nativeOver.toFixed(2)}x the roofline)` : 'missed';
+      const versus = mine ? `, ${row.vs_native.toFixed(2)}x native` : ', no native build';
+      goals.push(`${row.impl} at ${p.context}, 1 thread: ${over.toFixed(2)}x the roofline${versus} (goal <= 1.25x the roofline, or <= 1.1x native where native is over 1.25x): ${verdict}`);
     }
   }
-  attn.dispose();
+  if (p.context === 16384) {
+    const ratio = one['ours-decode-q8'].median_ms / one['ours-decode-f16'].median_ms;
+    goals.push(`ours-decode-q8 at 16384, 1 thread: ${ratio.toFixed(2)}x f16's time (goal <= 0.6x): ${ratio <= 0.6 ? 'met' : 'missed'}`);
+    for (const dtype of ['f32', 'f16']) {
+      const speedup = byThreads[2][`ours-decode-${dtype}`].vs_one_thread, mine = byThreads[2][`native-decode-${dtype}`];
+      const versus = mine ? `; the native build ${mine.vs_one_thread.toFixed(2)}x` : '';
+      goals.push(`ours-decode-${dtype} at 16384: 2 threads ${speedup.toFixed(2)}x faster than 1, timed in alternation${versus} (goal >= 1.8x): ${speedup >= 1.8 ? 'met' : 'missed'}`);
+    }
+  }
 }
-native?.close();
+natives?.forEach((native) => native.close());
 {
-  const attn = await init({ threads: 1 });
-  const [plain, llama3, padded] = await blockRows(attn, args.quick ? 512 : 4096);
-  for (const row of [plain, llama3, padded]) {
+  const [plain, llama3, padded, twoThreads] = await blockRows(instances, args.quick ? 512 : 4096);
+  twoThreads.vs_one_thread = plain.median_ms / twoThreads.median_ms;
+  for (const row of [plain, llama3, padded, twoThreads]) {
     rows.push(row);
-    print({ ...row, note: `batch ${row.batch}${row.batch > 1 ? `, ${(row.median_ms / row.batch).toFixed(3)} ms a row` : ''}` });
+    const perRow = row.batch > 1 ? `, ${(row.median_ms / row.batch).toFixed(3)} ms a row` : '';
+    print({ ...row, note: `batch ${row.batch}${perRow}${row.vs_one_thread ? `, ${row.vs_one_thread.toFixed(2)}x 1 thread` : ''}` });
   }
   const ratio = llama3.median_ms / plain.median_ms;
   goals.push(`ours-block-decode-llama3 at ${llama3.context}: ${ratio.toFixed(2)}x the unscaled step (goal: the same speed)`);
   goals.push(`ours-block-decode-padded-b4 at ${padded.context}: ${(padded.median_ms / llama3.median_ms).toFixed(2)}x batch 1 for 4 rows`);
-  attn.dispose();
 }
+instances.forEach((attn) => attn.dispose());
 // The JSON keeps each kind of row's own fields.
-await report(goals, rows.map(({ impl, context, threads, batch, median_ms, min_ms, max_abs_err, gbps, of_read, vs_native, gflops, roofline_ms }) => {
+await report(goals, rows.map(({ impl, context, threads, batch, median_ms, min_ms, max_abs_err, gbps, of_read, vs_native, vs_one_thread, gflops, roofline_ms }) => {
   if (impl.endsWith('read-bandwidth')) return { impl, threads, gbps };
   if (impl === 'gemm-rate') return { impl, threads, gflops };
-  if (batch) return { impl, context, threads, batch, median_ms, min_ms };
-  return { impl, context, threads, median_ms, min_ms, max_abs_err, roofline_ms, gbps, of_read, vs_native };
+  if (batch) return { impl, context, threads, batch, median_ms, min_ms, vs_one_thread };
+  return { impl, context, threads, median_ms, min_ms, max_abs_err, roofline_ms, gbps, of_read, vs_native, vs_one_thread };
 }), args.json);
 if (failures) {
   console.error(`${failures} row(s) failed or disagreed with the reference`);
