@@ -2,6 +2,8 @@
 // heads of 64, intermediate 1536, vocabulary 49152) at 512 tokens, f32, f16 and bf16 weights timed
 // in alternation, on 1 and 2 threads, against our GEMM's rate on as many threads (gemm-rate.mjs:
 // the relaxed 1024³ product, measured in the same run), after the widening kernels' rates in V8.
+// Each layer writes into an array of its own reused call after call (`out`, as the models do); the
+// head is also timed returning a fresh array (`linear-f32-fresh`), what fresh memory costs.
 // The goals: Linear layers at 85 % of the GEMM's rate, bf16 within 5 % of f32. Then whole MLP
 // blocks (SmolLM2-135M's and Llama-3.2-1B's, bf16) through attn.feedForward beside what the models
 // ran before it: the three Linear calls with the activation and product in JS between them.
@@ -65,15 +67,24 @@ for (const threads of [1, 2]) {
     const weight = tensor([outFeatures, inFeatures], random);
     const x = tensor([tokens, inFeatures], random);
     const layers = DTYPES.map((dtype) => new attn.Linear(inFeatures, outFeatures, { bias: false, dtype }).loadStateDict({ weight }));
-    const timings = await measureAlternating(layers.map((layer) => () => layer.forward(x)), plan);
+    // Each result into an array reused call after call, as a model's forward does: fresh memory is
+    // the page faults of its first touch, which the head's row without `out` shows.
+    const out = new Float32Array(tokens * outFeatures);
+    const runs = layers.map((layer) => () => layer.forward(x, { out }));
+    if (name === 'lm_head') runs.push(() => layers[0].forward(x));
+    const timings = await measureAlternating(runs, plan);
     const flops = 2 * tokens * inFeatures * outFeatures;
+    const layerRow = (impl, ms, note = '') => {
+      const gflops = flops / ms / 1e6;
+      rows.push({ impl, layer: name, in: inFeatures, out: outFeatures, threads, tokens, median_ms: ms, gflops, gemm_gflops: gemm });
+      console.log(`${impl.padEnd(12)}  ${name.padEnd(10)}  ${String(inFeatures).padStart(5)}  ${String(outFeatures).padStart(6)}  ${String(threads).padStart(3)}  ${ms.toFixed(2).padStart(9)}  ${gflops.toFixed(1).padStart(6)}  ${`${((100 * gflops) / gemm).toFixed(0)} %`.padStart(7)}${note}`);
+    };
     DTYPES.forEach((dtype, i) => {
-      const ms = timings[i].median_ms, gflops = flops / ms / 1e6;
-      totals[dtype].ms += count * ms;
+      totals[dtype].ms += count * timings[i].median_ms;
       totals[dtype].flops += count * flops;
-      rows.push({ impl: `linear-${dtype}`, layer: name, in: inFeatures, out: outFeatures, threads, tokens, median_ms: ms, gflops, gemm_gflops: gemm });
-      console.log(`${`linear-${dtype}`.padEnd(12)}  ${name.padEnd(10)}  ${String(inFeatures).padStart(5)}  ${String(outFeatures).padStart(6)}  ${String(threads).padStart(3)}  ${ms.toFixed(2).padStart(9)}  ${gflops.toFixed(1).padStart(6)}  ${`${((100 * gflops) / gemm).toFixed(0)} %`.padStart(7)}`);
+      layerRow(`linear-${dtype}`, timings[i].median_ms);
     });
+    if (name === 'lm_head') layerRow('linear-f32-fresh', timings[DTYPES.length].median_ms, '  (a fresh result array)');
     for (const layer of layers) layer.dispose();
   }
   for (const dtype of DTYPES) {

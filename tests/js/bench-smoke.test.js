@@ -86,7 +86,7 @@ describe('npm run bench modes, --quick', { concurrency: 2 }, () => {
   test('--linear', async () => {
     const { rows } = await bench(['--linear', '--quick', '--tokens', '16']);
     checkRows(rows, 'gemm-rate', ['impl', 'threads', 'gflops']);
-    for (const impl of ['linear-f32', 'linear-f16'])
+    for (const impl of ['linear-f32', 'linear-f16', 'linear-bf16', 'linear-f32-fresh'])
       checkRows(rows, impl, ['impl', 'layer', 'in', 'out', 'threads', 'tokens', 'median_ms', 'gflops', 'gemm_gflops']);
     for (const impl of ['feed-forward', 'linear-x3-js-act'])
       checkRows(rows, impl, ['impl', 'model', 'in', 'inner', 'threads', 'tokens', 'median_ms', 'gflops', 'gemm_gflops']);
