@@ -43,6 +43,12 @@ async function openFolder(page, folder) {
   return opened;
 }
 
+/** A fixture folder's files as { name, bytes } for a page to make File objects of (a drop). */
+function folderFiles(model) {
+  return Promise.all(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']
+    .map(async (name) => ({ name, bytes: Array.from(await readFile(join(MODELS, model, name))) })));
+}
+
 /** The JSON the page exports for layer `layer`, head `head` (1-based). */
 async function exportHead(page, layer, head) {
   await page.click(`.grid-cell[data-layer="${layer}"][data-head="${head}"]`);
@@ -246,9 +252,7 @@ test('a model folder\'s files dropped on the page open as the input\'s do', { ti
   const { page, server } = browser;
   await openDemo(page, server);
   await page.fill('[data-testid="text"]', 'Hello world');
-  const folder = join(MODELS, 'gpt2');
-  const files = await Promise.all(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']
-    .map(async (name) => ({ name, bytes: Array.from(await readFile(join(folder, name))) })));
+  const files = await folderFiles('gpt2');
   await page.$eval('#model-panel', (panel) => { panel.dataset.state = 'waiting'; });
   // A drop as the browser delivers it: a DataTransfer of File objects, on any part of the page.
   await page.evaluate((list) => {
@@ -262,6 +266,50 @@ test('a model folder\'s files dropped on the page open as the input\'s do', { ti
     null, { timeout: STEP_TIMEOUT });
   assert.match(await page.textContent('#model-status'), /^gpt2 \(gpt2, f32\): 2 layers × 4 heads/);
   assert.equal(await page.locator('.grid-cell').count(), 8);
+  assert.deepEqual(browser.errors, []);
+});
+
+test("a folder dropped while the last model's first run is under way: that run stops, and the new model's grid is laid out whole", { timeout: 60_000 }, async () => {
+  const { page, server } = browser;
+  await openDemo(page, server);
+  await page.fill('[data-testid="text"]', (await reference('pythia')).text);
+  const files = await folderFiles('gpt2');
+  // As soon as pythia's first layer is drawn (its run still in flight: a MutationObserver runs
+  // before the worker's next message), gpt2's folder is dropped; every result shown is recorded.
+  await page.evaluate((list) => {
+    window.resultsShown = [];
+    new MutationObserver(() => window.resultsShown.push(JSON.parse(document.getElementById('attention-result').textContent).model?.name))
+      .observe(document.getElementById('attention-result'), { childList: true, characterData: true, subtree: true });
+    const grid = document.querySelector('#heads');
+    const observer = new MutationObserver(() => {
+      if (grid.dataset.layersDone !== '1' || !grid.dataset.model.includes(':pythia:')) return;
+      observer.disconnect();
+      window.atDrop = { inert: grid.inert, pending: grid.querySelectorAll('.grid-cell.pending').length, results: window.resultsShown.length };
+      const transfer = new DataTransfer();
+      for (const { name, bytes } of list) transfer.items.add(new File([Uint8Array.from(bytes)], name));
+      for (const type of ['dragover', 'drop']) grid.dispatchEvent(new DragEvent(type, { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    });
+    observer.observe(grid, { attributes: true, attributeFilter: ['data-layers-done'] });
+  }, files);
+  await page.setInputFiles('[data-testid="open-model"]', join(MODELS, 'pythia'));
+  await page.waitForFunction(() => document.body.dataset.state === 'ready' && window.resultsShown.includes('gpt2'), null, { timeout: STEP_TIMEOUT });
+  // The drop came during pythia's first run: its grid inert, its second layer still dimmed, no result yet.
+  assert.deepEqual(await page.evaluate(() => window.atDrop), { inert: true, pending: 2, results: 0 });
+  assert.deepEqual(await page.evaluate(() => window.resultsShown), ['gpt2'], 'only the new model\'s result is shown');
+  assert.match(await page.textContent('#model-status'), /^gpt2 \(gpt2, f32\): 2 layers × 4 heads/);
+  // gpt2's grid, whole: 2 × 4 cells of its own, none dimmed, usable.
+  const grid = await page.$eval('#heads', (heads) => ({
+    model: heads.dataset.model,
+    done: heads.dataset.layersDone,
+    inert: heads.inert,
+    cells: Array.from(heads.querySelectorAll('.grid-cell'), (cell) => `${cell.dataset.layer}.${cell.dataset.head}`),
+    pending: heads.querySelectorAll('.grid-cell.pending').length,
+  }));
+  assert.match(grid.model, /^opened:gpt2:/);
+  assert.deepEqual(grid.cells, ['1.1', '1.2', '1.3', '1.4', '2.1', '2.2', '2.3', '2.4']);
+  assert.deepEqual([grid.done, grid.inert, grid.pending], ['2', false, 0]);
+  await page.click('.grid-cell[data-layer="2"][data-head="3"]');
+  assert.equal(await page.getAttribute('.grid-cell[data-layer="2"][data-head="3"]', 'aria-pressed'), 'true');
   assert.deepEqual(browser.errors, []);
 });
 
