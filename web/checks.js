@@ -69,7 +69,11 @@ export function checkCausalRows(weights, rows, m, first, checks, pool = null) {
     for (let j = row; j < row + from; j++) sum += weights[j];
     if (to > from) sum += maxPoolRow(weights, row, from, to, poolStart, pool.columns.step ?? 1, pool.out, pool.rowBin[i] * pool.cols);
     for (let j = row + to; j < row + open; j++) sum += weights[j];
-    for (let j = row + open; j < row + m; j++) {
+    // Masked keys hold zeros, which change neither the sum nor the largest masked weight: they are
+    // only compared (no chain of additions), and summed once one is not 0 (or is NaN).
+    let masked = row + open;
+    while (masked < row + m && weights[masked] === 0) masked++;
+    for (let j = masked; j < row + m; j++) {
       const w = weights[j];
       sum += w;
       const a = w < 0 ? -w : w;

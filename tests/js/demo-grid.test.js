@@ -39,15 +39,17 @@ test('checking causal rows without a mask finds what checkRows finds with one', 
   const masked = new Uint8Array(rows * m);
   for (let i = 0; i < rows; i++) masked.fill(1, i * m + first + i + 1, (i + 1) * m);
   masked.forEach((bit, k) => { if (bit) weights[k] = 0; });
-  weights[2 * m + 11] = -0.75; // a masked weight, and a row whose sum is off
+  weights[2 * m + 11] = -0.75; // a masked weight after masked zeros, and a row whose sum is off
+  weights[3 * m + 10] = -0; // a negative zero among masked zeros
   weights[4 * m] = NaN;
+  weights[5 * m + 11] = NaN; // a masked NaN after masked zeros
   const withMask = noFindings();
   checkRows(weights, masked, rows, m, withMask);
   const causal = noFindings();
   checkCausalRows(weights, rows, m, first, causal);
   assert.deepEqual(causal, withMask);
   assert.equal(causal.maxMaskedWeight, 0.75);
-  assert.equal(causal.nonFinite, 1);
+  assert.equal(causal.nonFinite, 2);
 });
 
 test('checking causal rows while pooling them gives maxPool\'s cells and the same findings', () => {
