@@ -19,7 +19,8 @@ namespace {
 // Polls of a flag before a thread sleeps on it (0.1 to 0.2 ms natively here): waking a sleeping
 // thread costs tens of microseconds, more on a VM, whose idle vCPU must be scheduled again, and a
 // decode step makes several pool calls a few microseconds apart. A one-token attention block on 2
-// threads took 0.86 to 0.91 times the time with it (bench/decode.mjs's block rows).
+// threads (bench/decode.mjs's block) took 0.86 to 0.91 times the time with it, builds with and
+// without it timed in alternation.
 constexpr int kSpins = 200000;
 
 template <typename Ready>
