@@ -4,7 +4,7 @@
 // selected token the most likely next tokens before and after. The worker runs the model with the
 // package's headMask (runner.js ablate()). This view owns the heads removed and its part of the DOM.
 import { computeAblation } from './compute.js';
-import { selectedQuery, viewState } from './heatmap-view.js';
+import { markAblated, selectedQuery, viewState } from './heatmap-view.js';
 import { $, modelHead, tokensAsText, visible } from './page.js';
 
 const dom = {
@@ -59,11 +59,7 @@ async function update() {
     return chip;
   }));
   dom.restore.hidden = state.heads.length === 0;
-  // The grid's cells of the heads removed.
-  for (const cell of document.querySelectorAll('.grid-cell')) {
-    const [layer, head] = [Number(cell.dataset.layer) - 1, Number(cell.dataset.head) - 1];
-    cell.classList.toggle('ablated', state.heads.some(([l, h]) => l === layer && h === head));
-  }
+  markAblated(state.heads);
   dom.panel.dataset.state = state.heads.length ? 'busy' : 'empty';
   if (!state.shown || state.heads.length === 0) {
     dom.summary.textContent = state.shown?.model.modelType === 'bert' ? 'Head ablation follows next-token predictions: it is for decoders.'

@@ -7,7 +7,7 @@
 import { computeNeuron, requestUpdate } from './compute.js';
 import { PAD } from './embeddings.js';
 import { MIN_WINDOW, cellSpan, gridOf, isWhole } from './grid.js';
-import { colourOf, drawHeatmap, drawLegend, drawThumbnail } from './heatmap.js';
+import { colourOf, drawHeatmap, drawLegend, drawPicture, drawThumbnail, ratioOf } from './heatmap.js';
 import { drawLines, headColour } from './lines.js';
 import { MIN_SPAN } from './scores.js';
 import { NeuronView } from './neuron-view.js';
@@ -334,21 +334,116 @@ export function showLayer({ model, layer, weights, masked, rows, cols }) {
     layOutModelGrid(model, key);
     dom.headsGrid.inert = true;
   }
-  const cells = dom.headsGrid.querySelectorAll('.grid-cell');
-  const width = thumbnailWidth();
-  if (layer === 0) for (const cell of cells) cell.classList.add('pending');
+  if (layer === 0) {
+    for (const [index, cell] of modelGrid.cells.entries()) {
+      if (cell.classList.contains('pending')) continue;
+      cell.classList.add('pending');
+      veilCell(index);
+    }
+  }
   for (let h = 0; h < model.heads; h++) {
-    const cell = cells[layer * model.heads + h];
+    const index = layer * model.heads + h;
     const plane = weights.subarray(h * rows * cols, (h + 1) * rows * cols);
-    drawThumbnail(cell.querySelector('canvas'), { weights: plane, masked, n: rows, m: cols, top: scaleOf(plane, masked, rows, cols).top }, width);
-    cell.classList.remove('pending');
+    modelGrid.cells[index].classList.remove('pending');
+    drawCell(index, { weights: plane, masked, n: rows, m: cols, top: scaleOf(plane, masked, rows, cols).top });
   }
   dom.headsGrid.dataset.layersDone = String(layer + 1);
+}
+
+// A model's grid draws its heads' pictures on one canvas a layer (.layer-pictures, laid over that
+// layer's row; each cell keeps an empty .picture box where its picture goes) rather than on a
+// canvas a head: Chromium composites each canvas as a layer of its own and every frame's commit
+// walks them all, which for a 336-head grid cost more of the 2 cores than the frames' changes did.
+const modelGrid = {
+  cells: [], // the .grid-cell buttons, by head index
+  canvases: [], // a .layer-pictures canvas a layer
+  drawn: new Uint8Array(0), // 1 where a cell's picture is on its canvas
+  geometry: null, // modelGridGeometry()
+  missed: false, // a picture was not drawn: the grid was not laid out
+  resized: new ResizeObserver(() => {
+    const box = modelGrid.geometry?.box;
+    const now = modelGrid.canvases[0]?.getBoundingClientRect();
+    if (box ? now.width === box.width && now.height === box.height : !modelGrid.missed) return;
+    modelGrid.geometry = null;
+    modelGrid.missed = false;
+    // A grid of a whole result is drawn again at its new size; one under way is by its result.
+    if (!dom.headsGrid.inert && !dom.headsGrid.querySelector('.pending')) renderThumbnails();
+  }),
+};
+
+// A cell's picture while its head is pending or ablated: the panel's colour over it at this alpha.
+const VEIL = { pending: 0.7, ablated: 0.55 };
+
+/**
+ * Where each head's picture goes on its layer's canvas, in device pixels (every layer's row is
+ * laid out alike), with the canvases sized to their rows: measured once, and again after the
+ * grid's size changed (which clears the canvases). Null while the grid is not laid out.
+ */
+function modelGridGeometry() {
+  if (modelGrid.geometry) return modelGrid.geometry;
+  const box = modelGrid.canvases[0]?.getBoundingClientRect();
+  if (!box || box.width === 0) return null;
+  const ratio = ratioOf();
+  const heads = modelGrid.cells.length / modelGrid.canvases.length;
+  const spots = modelGrid.cells.slice(0, heads).map((cell) => {
+    const picture = cell.querySelector('.picture').getBoundingClientRect();
+    return { x: Math.round((picture.left - box.left) * ratio), y: Math.round((picture.top - box.top) * ratio), size: Math.round(picture.width * ratio) };
+  });
+  for (const canvas of modelGrid.canvases) {
+    canvas.width = Math.round(box.width * ratio);
+    canvas.height = Math.round(box.height * ratio);
+  }
+  modelGrid.drawn.fill(0);
+  modelGrid.geometry = { box, spots, veil: getComputedStyle(dom.headsGrid).getPropertyValue('--panel') };
+  return modelGrid.geometry;
+}
+
+/** Head `index`'s place on its layer's canvas: { ctx, x, y, size } in device pixels. */
+function spotOf(index, { spots }) {
+  const ctx = modelGrid.canvases[Math.floor(index / spots.length)].getContext('2d');
+  return { ctx, ...spots[index % spots.length] };
+}
+
+/** Head `index`'s picture of `view` on its layer's canvas, veiled as its cell's state says. */
+function drawCell(index, view) {
+  const geometry = modelGridGeometry();
+  if (!geometry) {
+    modelGrid.missed = true;
+    return;
+  }
+  const { ctx, x, y, size } = spotOf(index, geometry);
+  drawPicture(ctx, view, x, y, size);
+  modelGrid.drawn[index] = 1;
+  veilCell(index);
+}
+
+function veilCell(index) {
+  const { geometry } = modelGrid;
+  const { classList } = modelGrid.cells[index];
+  const alpha = classList.contains('pending') ? VEIL.pending : classList.contains('ablated') ? VEIL.ablated : 0;
+  if (!geometry || !modelGrid.drawn[index] || alpha === 0) return;
+  const { ctx, x, y, size } = spotOf(index, geometry);
+  ctx.globalAlpha = alpha;
+  ctx.fillStyle = geometry.veil;
+  ctx.fillRect(x, y, size, size);
+  ctx.globalAlpha = 1;
+}
+
+/** Marks the grid's cells of the heads removed ([layer, head] pairs, 0-based), their pictures veiled. */
+export function markAblated(heads) {
+  const ablated = new Set(heads.map(([layer, head]) => `${layer} ${head}`));
+  for (const [index, cell] of modelGrid.cells.entries()) {
+    const now = ablated.has(`${Number(cell.dataset.layer) - 1} ${Number(cell.dataset.head) - 1}`);
+    if (cell.classList.contains('ablated') === now) continue;
+    cell.classList.toggle('ablated', now);
+    if (state.shown?.model) drawCell(index, pictureOf(index));
+  }
 }
 
 function buildThumbnails() {
   const { H, model, kind } = state.shown;
   dom.headsGrid.replaceChildren();
+  forgetModelGrid();
   dom.headsGrid.dataset.model = '';
   dom.headsGrid.classList.toggle('model-grid', Boolean(model));
   dom.headsLegend.hidden = true;
@@ -371,17 +466,19 @@ function buildThumbnails() {
   syncThumbnailState();
 }
 
-/** A thumbnail button for `head` (flat index, or 'avg'): a canvas and a caption, hover and click. */
-function thumbnail(head, label) {
+/**
+ * A thumbnail button for `head` (flat index, or 'avg'): its picture (a canvas, or in a model's grid
+ * the box its layer's canvas draws it over) and a caption, hover and click.
+ */
+function thumbnail(head, label, picture = document.createElement('canvas')) {
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'thumb';
   button.dataset.index = String(head);
   button.setAttribute('aria-pressed', 'false');
   button.setAttribute('aria-label', label);
-  const canvas = document.createElement('canvas');
-  canvas.setAttribute('aria-hidden', 'true');
-  button.append(canvas, document.createElement('span'));
+  picture.setAttribute('aria-hidden', 'true');
+  button.append(picture, document.createElement('span'));
   button.addEventListener('pointerenter', () => setHoverHead(head));
   button.addEventListener('pointerleave', () => setHoverHead(null));
   button.addEventListener('click', () => {
@@ -406,24 +503,46 @@ function buildModelGrid(model) {
     span.textContent = text;
     return span;
   };
-  const cells = [document.createElement('span')];
-  for (let head = 1; head <= model.heads; head++) cells.push(label(`H${head}`, 'grid-label head-label'));
+  forgetModelGrid();
+  const children = [document.createElement('span')];
+  for (let head = 1; head <= model.heads; head++) children.push(label(`H${head}`, 'grid-label head-label'));
   for (let layer = 0; layer < model.layers; layer++) {
-    cells.push(label(`L${layer + 1}`, 'grid-label'));
+    children.push(label(`L${layer + 1}`, 'grid-label'));
     for (let head = 0; head < model.heads; head++) {
       const index = layer * model.heads + head;
-      const button = thumbnail(index, modelHeadTitle(index, model));
+      const picture = document.createElement('span');
+      picture.className = 'picture';
+      const button = thumbnail(index, modelHeadTitle(index, model), picture);
       button.classList.add('grid-cell');
       button.dataset.layer = String(layer + 1);
       button.dataset.head = String(head + 1);
       button.title = modelHeadTitle(index, model);
-      const caption = button.querySelector('span');
+      const caption = button.lastElementChild;
       caption.className = 'scores';
       caption.textContent = cellCaption(model, index);
-      cells.push(button);
+      modelGrid.cells.push(button);
     }
+    children.push(...modelGrid.cells.slice(layer * model.heads));
+    const pictures = document.createElement('canvas');
+    pictures.className = 'layer-pictures';
+    pictures.dataset.layer = String(layer + 1);
+    pictures.setAttribute('aria-hidden', 'true');
+    pictures.style.gridRow = String(layer + 2); // below the heads' labels
+    modelGrid.canvases.push(pictures);
+    children.push(pictures);
   }
-  dom.headsGrid.replaceChildren(...cells);
+  modelGrid.drawn = new Uint8Array(modelGrid.cells.length);
+  dom.headsGrid.replaceChildren(...children);
+  modelGrid.resized.observe(modelGrid.canvases[0]);
+}
+
+function forgetModelGrid() {
+  modelGrid.resized.disconnect();
+  modelGrid.cells = [];
+  modelGrid.canvases = [];
+  modelGrid.drawn = new Uint8Array(0);
+  modelGrid.geometry = null;
+  modelGrid.missed = false;
 }
 
 /**
@@ -452,17 +571,23 @@ function syncThumbnailState() {
 }
 
 // The CSS width every thumbnail's canvas shares, read before a loop draws any: a read after a
-// canvas was resized forces a layout of the whole grid, once a thumbnail (828 ms of layout in a
-// 336-head model's 200-word run, 262 ms read once a layer).
+// canvas was resized forces a layout of the page, once a thumbnail.
 const thumbnailWidth = () => dom.headsGrid.querySelector('canvas')?.clientWidth;
 
 function renderThumbnails() {
   if (!state.shown || state.shown.H === 1) return;
-  const width = thumbnailWidth();
-  for (const button of dom.headsGrid.querySelectorAll('.thumb')) {
-    const view = viewOf(headOf(button));
-    drawThumbnail(button.querySelector('canvas'), { weights: view.weights, masked: view.masked, n: view.grid.rows, m: view.grid.cols, top: view.top }, width);
+  if (modelGrid.cells.length) {
+    for (let index = 0; index < modelGrid.cells.length; index++) drawCell(index, pictureOf(index));
+    return;
   }
+  const width = thumbnailWidth();
+  for (const button of dom.headsGrid.querySelectorAll('.thumb')) drawThumbnail(button.querySelector('canvas'), pictureOf(headOf(button)), width);
+}
+
+/** What drawPicture draws of `head`'s view. */
+function pictureOf(head) {
+  const { weights, masked, grid, top } = viewOf(head);
+  return { weights, masked, n: grid.rows, m: grid.cols, top };
 }
 
 function setHoverHead(head) {

@@ -43,7 +43,7 @@ const CUSTOM_PIXEL = packed(MASK_STYLE.custom.fill);
 // Relative luminance decides whether a label on a cell is drawn dark or light.
 const isLight = ([r, g, b]) => 0.2126 * r + 0.7152 * g + 0.0722 * b > 140;
 
-const ratioOf = () => globalThis.devicePixelRatio || 1;
+export const ratioOf = () => globalThis.devicePixelRatio || 1;
 
 // Token labels are thinned to every 2nd, 3rd or 4th token before the axes fall back to index ticks.
 const MAX_LABEL_EVERY = 4;
@@ -456,20 +456,26 @@ export function drawHeatmap(canvas, view, highlight = {}, ratio = ratioOf()) {
 /**
  * A small picture of one head: every pixel shows the largest weight (over the top of its row's
  * scale) of the cells it covers, so sparse peaks survive at 512 cells, or the mask colour when all
- * of them are masked.
- * @param {HTMLCanvasElement} canvas
+ * of them are masked. Drawn `size` device pixels a side with its top left corner at (x, y).
+ * @param {CanvasRenderingContext2D} ctx
  * @param {{ weights: ArrayLike<number>, masked: ArrayLike<number>, n: number, m: number, top: Float32Array }} view
+ */
+export function drawPicture(ctx, { weights, masked, n, m, top }, x, y, size) {
+  const colours = colourImage(pooled({ weights, masked, custom: null, top }, n, m, size, size));
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(colours, x, y, size, size);
+}
+
+/**
+ * A head's picture alone on its canvas (drawPicture).
+ * @param {HTMLCanvasElement} canvas
  * @param {number} cssWidth  the canvas's CSS width, read by the caller once for all its thumbnails
  */
-export function drawThumbnail(canvas, { weights, masked, n, m, top }, cssWidth) {
-  const size = Math.max(16, cssWidth || 72);
-  const px = Math.round(size * ratioOf());
-  const colours = colourImage(pooled({ weights, masked, custom: null, top }, n, m, px, px));
+export function drawThumbnail(canvas, view, cssWidth) {
+  const px = Math.round(Math.max(16, cssWidth || 72) * ratioOf());
   canvas.width = px;
   canvas.height = px;
-  const ctx = canvas.getContext('2d');
-  ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(colours, 0, 0, px, px);
+  drawPicture(canvas.getContext('2d'), view, 0, 0, px);
 }
 
 /** Tick labels for a scale from 0 to vmax, or in percent of each row's largest weight. */

@@ -106,6 +106,32 @@ export function nextFrames(page) {
   return page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
 }
 
+/**
+ * Defines window.picturesOf(layer) in the page: each head's picture of a model grid's layer, as
+ * the pixels of the layer's canvas under the cell's picture box ({ pixels: 'r,g,b,a,…', middle:
+ * [r, g, b, a] at its middle }); in the page, so that a MutationObserver can read it at once.
+ */
+export function definePicturesOf(page) {
+  return page.evaluate(() => {
+    window.picturesOf = (layer) => {
+      const canvas = document.querySelector(`.layer-pictures[data-layer="${layer}"]`);
+      const box = canvas.getBoundingClientRect();
+      const ratio = canvas.width / box.width;
+      const context = canvas.getContext('2d');
+      return Array.from(document.querySelectorAll(`.grid-cell[data-layer="${layer}"] .picture`), (picture) => {
+        const spot = picture.getBoundingClientRect();
+        const size = Math.round(spot.width * ratio);
+        const { data } = context.getImageData(Math.round((spot.left - box.left) * ratio), Math.round((spot.top - box.top) * ratio), size, size);
+        const middle = ((size >> 1) * size + (size >> 1)) * 4;
+        return { pixels: data.join(), middle: Array.from(data.subarray(middle, middle + 4)) };
+      });
+    };
+  });
+}
+
+/** Whether colour `veiled` ([r, g, b, a]) is `plain` with white over it: no channel darker, some lighter. */
+export const lighter = (veiled, plain) => veiled.every((value, c) => value >= plain[c]) && veiled.some((value, c) => value > plain[c]);
+
 /** The viewport position of heatmap cell (row, col), scrolling the heatmap into view first. */
 export async function cellPoint(page, row, col) {
   await page.locator('#heatmap').scrollIntoViewIfNeeded();

@@ -13,7 +13,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 
 import { visible } from '../../web/page.js';
 import { TOLERANCE, maxRelativeError } from '../js/helpers.js';
-import { browserForFile, cellPoint, openDemo, readResult, STEP_TIMEOUT } from './chromium.js';
+import { browserForFile, cellPoint, definePicturesOf, lighter, openDemo, readResult, STEP_TIMEOUT } from './chromium.js';
 
 const MODELS = fileURLToPath(new URL('../fixtures/models/', import.meta.url));
 const browser = browserForFile();
@@ -369,8 +369,11 @@ test("an opened model's grid fills layer by layer: each layer's heads drawn as i
   await openDemo(page, server);
   const ref = await reference('pythia');
   await page.fill('[data-testid="text"]', ref.text);
-  // What the grid holds each time a layer is drawn: the layers done, the cells still dimmed, and
-  // the first layer's pictures. (A MutationObserver runs before the next message's task.)
+  // What the grid holds each time a layer is drawn: the layers done, the cells still dimmed, the
+  // first layer's pictures, and the colour at the middle of each picture of the last layer (on
+  // its layer's canvas, under the cell's picture box). (A MutationObserver runs before the next
+  // message's task.)
+  await definePicturesOf(page);
   await page.evaluate(() => {
     window.gridSteps = [];
     new MutationObserver(() => {
@@ -380,7 +383,8 @@ test("an opened model's grid fills layer by layer: each layer's heads drawn as i
         done: grid.dataset.layersDone,
         inert: grid.inert,
         pending: Array.from(grid.querySelectorAll('.grid-cell.pending'), (cell) => Number(cell.dataset.layer)),
-        first: Array.from(grid.querySelectorAll('.grid-cell[data-layer="1"] canvas'), (canvas) => canvas.toDataURL()),
+        first: window.picturesOf(1),
+        lastLayer: window.picturesOf(grid.querySelectorAll('.layer-pictures').length),
       });
     }).observe(document.querySelector('#heads'), { attributes: true, attributeFilter: ['data-layers-done'] });
   });
@@ -395,8 +399,20 @@ test("an opened model's grid fills layer by layer: each layer's heads drawn as i
   assert.equal(firstLayer.inert, true);
   assert.ok(steps.some((step) => step.done === '2' && step.pending.length === 0));
   // The pictures drawn as layer 1 finished are the ones of the finished result.
-  const final = await page.$$eval('.grid-cell[data-layer="1"] canvas', (all) => all.map((canvas) => canvas.toDataURL()));
+  const final = await page.evaluate(() => window.picturesOf(1));
+  assert.equal(final.length, heads);
   assert.deepEqual(firstLayer.first, final);
+  // Each head's picture lies under its cell's picture box: opaque there, and clear below it, over
+  // the caption.
+  assert.ok(final.every(({ middle }) => middle[3] === 255), JSON.stringify(final.map(({ middle }) => middle)));
+  const underCaption = await page.evaluate(() => {
+    const canvas = document.querySelector('.layer-pictures[data-layer="1"]');
+    const box = canvas.getBoundingClientRect();
+    const caption = document.querySelector('.grid-cell[data-layer="1"] .scores').getBoundingClientRect();
+    const ratio = canvas.width / box.width;
+    return canvas.getContext('2d').getImageData(Math.floor((caption.left + caption.width / 2 - box.left) * ratio), Math.floor((caption.top + caption.height / 2 - box.top) * ratio), 1, 1).data[3];
+  });
+  assert.equal(underCaption, 0);
   // The result took over the grid laid out for its run rather than building another.
   assert.equal(await page.evaluate(() => document.querySelector('.grid-cell[data-layer="1"]') === window.firstCell), true);
   // Typing runs the text again: the grid dims and fills again, and ends whole.
@@ -407,7 +423,12 @@ test("an opened model's grid fills layer by layer: each layer's heads drawn as i
   await page.waitForFunction(() => document.body.dataset.state === 'ready'
     && JSON.parse(document.getElementById('attention-result').textContent).model?.text.endsWith('again and again'), null, { timeout: STEP_TIMEOUT });
   const again = await page.evaluate(() => window.gridSteps);
-  assert.ok(again.some((step) => step.done === '1' && step.pending.length === heads && !step.inert), JSON.stringify(again.map((s) => [s.done, s.pending.length])));
+  const firstAgain = again.find((step) => step.done === '1' && step.pending.length === heads && !step.inert);
+  assert.ok(firstAgain, JSON.stringify(again.map((s) => [s.done, s.pending.length])));
+  // While its layer is to come, the last text's picture is veiled: lighter than the new one in
+  // every channel (the panel's white over it).
+  const lastAgain = await page.evaluate(() => window.picturesOf(2).map(({ middle }) => middle));
+  firstAgain.lastLayer.forEach(({ middle: veiled }, h) => assert.ok(lighter(veiled, lastAgain[h]), `head ${h + 1}: ${veiled} while pending, ${lastAgain[h]} drawn`));
   assert.equal(await page.locator('.grid-cell.pending').count(), 0);
   assert.equal(await page.getAttribute('#heads', 'data-layers-done'), '2');
   assert.deepEqual(browser.errors, []);

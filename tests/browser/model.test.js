@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { init } from '../../dist/index.mjs';
 import { VERSE_TEXT, lengthen } from '../../web/embeddings.js';
 import { TrainedModel } from '../../web/model.js';
-import { assertRows, at, browserForFile, cellPoint, nextFrames, openDemo, readResult, update } from './chromium.js';
+import { assertRows, at, browserForFile, cellPoint, definePicturesOf, lighter, nextFrames, openDemo, readResult, update } from './chromium.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/demo_model.json', import.meta.url), 'utf8'));
 const MODEL_FOLDER = new URL('../../web/model/', import.meta.url);
@@ -25,7 +25,9 @@ test('the grid: every layer and head, labelled with its induction and previous-t
   assert.equal(await browser.page.locator('.thumb').count(), layers * heads, 'a cell per head');
   const columns = await browser.page.$eval('#heads', (grid) => getComputedStyle(grid).gridTemplateColumns.split(' ').length);
   assert.equal(columns, 1 + heads);
-  const order = await browser.page.$$eval('#heads > *', (children) => children.map((c) => c.textContent.trim().slice(0, 2) || '·'));
+  // Each layer's pictures are drawn on one canvas over its row.
+  assert.equal(await browser.page.locator('#heads > canvas.layer-pictures').count(), layers);
+  const order = await browser.page.$$eval('#heads > :not(canvas)', (children) => children.map((c) => c.textContent.trim().slice(0, 2) || '·'));
   assert.deepEqual(order.slice(0, 1 + heads), ['·', 'H1', 'H2', 'H3', 'H4']);
   assert.equal(order[1 + heads], 'L1');
   assert.equal(order[2 * (1 + heads)], 'L2');
@@ -44,6 +46,23 @@ test('the grid: every layer and head, labelled with its induction and previous-t
   assert.ok(Math.max(...scores.map((s) => s.previousToken)) >= 0.6, 'a previous-token head');
   assert.match(await browser.page.textContent('#model-scores'),
     /^Strongest induction head: L2 H4 \(0\.\d\d on 100 random tokens repeated\); on your text L2 H4 \(0\.\d\d\)\. Strongest previous-token head: L\d H\d/);
+  // Each head's picture lies on its layer's canvas under its cell's picture box, also after the
+  // grid's columns narrow (the canvases are measured and drawn again).
+  await definePicturesOf(browser.page);
+  const pictures = () => browser.page.evaluate(() => [1, 2].flatMap((layer) => window.picturesOf(layer)));
+  const wide = await pictures();
+  assert.ok(wide.every(({ middle }) => middle[3] === 255), JSON.stringify(wide.map(({ middle }) => middle)));
+  const canvasWidth = () => browser.page.$eval('.layer-pictures', (canvas) => canvas.width);
+  const wideCanvas = await canvasWidth();
+  await browser.page.setViewportSize({ width: 150, height: 800 });
+  try {
+    await nextFrames(browser.page);
+    assert.ok(await canvasWidth() < wideCanvas);
+    const narrow = await pictures();
+    assert.ok(narrow.every(({ middle }) => middle[3] === 255), JSON.stringify(narrow.map(({ middle }) => middle)));
+  } finally {
+    await browser.page.setViewportSize({ width: 1280, height: 800 });
+  }
   await browser.page.hover('.grid-cell[data-layer="2"][data-head="2"]');
   assert.match(await browser.page.textContent('#view-title'), /^Layer 2, head 2 · the trained model$/);
   assert.match(await browser.page.textContent('#model-next'), /^Next character: “.+” \d+\.\d %/);
@@ -68,6 +87,10 @@ test('head ablation: removing the induction head lowers the repeated verse\'s pr
   const { page, server } = browser;
   await openDemo(page, server);
   const ablated = () => page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#ablation').dataset.state), null, { timeout: 20_000 });
+  // L2 H4's picture: veiled while the head is removed, as it was once it is back.
+  await definePicturesOf(page);
+  const picture = () => page.evaluate(() => window.picturesOf(2)[3]);
+  const before = await picture();
   await page.click('.grid-cell[data-layer="2"][data-head="4"]');
   await page.click('#ablate-head');
   await ablated();
@@ -83,6 +106,8 @@ test('head ablation: removing the induction head lowers the repeated verse\'s pr
   const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
   assert.ok(mean(deltas.slice(half + 2)) < mean(deltas.slice(1, half)) - 0.05, `second copy ${mean(deltas.slice(half + 2))}, first ${mean(deltas.slice(1, half))}`);
   assert.equal(await page.getAttribute('.grid-cell[data-layer="2"][data-head="4"]', 'class').then((c) => c.includes('ablated')), true);
+  const removed = await picture();
+  assert.ok(lighter(removed.middle, before.middle), `${removed.middle} removed, ${before.middle} before`);
   // A second head, then both back.
   await page.click('.grid-cell[data-layer="1"][data-head="4"]');
   await page.click('#ablate-head');
@@ -93,6 +118,7 @@ test('head ablation: removing the induction head lowers the repeated verse\'s pr
   assert.equal(await page.getAttribute('#ablation', 'data-state'), 'empty');
   assert.equal(await page.locator('#ablation-text .text-token').count(), 0);
   assert.equal(await page.locator('.grid-cell.ablated').count(), 0);
+  assert.equal((await picture()).pixels, before.pixels);
   assert.deepEqual(browser.errors, []);
 });
 
