@@ -184,8 +184,8 @@ function pooled({ weights, masked, custom, top }, n, m, rows, cols) {
   return { weights: best, masked: all(masked), custom: all(custom), top: new Float32Array(th).fill(uniform ? top[0] : 1), n: th, m: tw };
 }
 
-/** The cells' colours as an m × n canvas, masked cells in their mask's fill. */
-function colourImage({ weights, masked, custom, top, n, m }) {
+/** The cells' colours as an m × n image, masked cells in their mask's fill. */
+function colourPixels({ weights, masked, custom, top, n, m }) {
   const image = new ImageData(m, n);
   const pixels = new Uint32Array(image.data.buffer);
   let scale = 0;
@@ -198,9 +198,20 @@ function colourImage({ weights, masked, custom, top, n, m }) {
       pixels[k] = LUT[w > 0 ? Math.min(255, Math.round(w * scale)) : 0];
     }
   }
-  const canvas = makeCanvas(m, n);
-  canvas.getContext('2d').putImageData(image, 0, 0);
-  return canvas;
+  return image;
+}
+
+// colourImage's canvas, used again by every call: each caller draws it at once. A canvas a call
+// cost more in getContext than the picture did (a model's grid draws hundreds).
+let scratch = null;
+
+/** The cells' colours (colourPixels) on a canvas of their size, to be drawn at once. */
+function colourImage(cells) {
+  const image = colourPixels(cells);
+  scratch ??= makeCanvas(image.width, image.height);
+  if (scratch.width !== image.width || scratch.height !== image.height) [scratch.width, scratch.height] = [image.width, image.height];
+  scratch.getContext('2d').putImageData(image, 0, 0);
+  return scratch;
 }
 
 /** One m × n alpha image per mask style (opaque = masked that way), null when no cell is. */
@@ -461,9 +472,14 @@ export function drawHeatmap(canvas, view, highlight = {}, ratio = ratioOf()) {
  * @param {{ weights: ArrayLike<number>, masked: ArrayLike<number>, n: number, m: number, top: Float32Array }} view
  */
 export function drawPicture(ctx, { weights, masked, n, m, top }, x, y, size) {
-  const colours = colourImage(pooled({ weights, masked, custom: null, top }, n, m, size, size));
+  const cells = pooled({ weights, masked, custom: null, top }, n, m, size, size);
+  // A picture of a pixel a cell is put in place; one of fewer cells is scaled up.
+  if (cells.n === size && cells.m === size) {
+    ctx.putImageData(colourPixels(cells), x, y);
+    return;
+  }
   ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(colours, x, y, size, size);
+  ctx.drawImage(colourImage(cells), x, y, size, size);
 }
 
 /**
