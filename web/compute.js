@@ -117,9 +117,10 @@ function enqueue(job) {
 
 /**
  * Reads the controls into a request and sends it, or parks it behind the one in flight. With
- * `generate`, the model adds one character first (through the worker's KV caches).
+ * `generate`, the model adds one character first (through the worker's KV caches). An opened
+ * model's run waits for a pause in typing unless `whole`: an edit made at once (a paste, a drop).
  */
-export function requestUpdate(generate = false) {
+export function requestUpdate(generate = false, { whole = false } = {}) {
   if (!ready) return;
   let request;
   try {
@@ -135,8 +136,8 @@ export function requestUpdate(generate = false) {
   inputProblem = null;
   const job = { id: nextId++, request, requestedAt: performance.now() };
   clearTimeout(pause);
-  // Typing into an opened model waits for a pause; a generation step does not.
-  if (request.kind !== 'opened' || generate) return enqueue(job);
+  // Typing into an opened model waits for a pause; a generation step or a paste does not.
+  if (request.kind !== 'opened' || generate || whole) return enqueue(job);
   setState('busy');
   pause = setTimeout(() => enqueue(job), OPENED_PAUSE_MS);
 }

@@ -216,6 +216,9 @@ async function loadFile(chosen) {
   }
 }
 
+// Edits of the text made at once, which need not wait for a pause in typing.
+const WHOLE_EDITS = new Set(['insertFromPaste', 'insertFromDrop']);
+
 /**
  * Fills the form (?kind= picks the kind; the trained model opens on the guided first run's verse,
  * the other kinds on the example) and follows its changes: onEdit('text' | 'kind') runs when the
@@ -236,10 +239,10 @@ export function bindControls(params, { onEdit }) {
   dom.form.addEventListener('submit', (event) => event.preventDefault());
   for (const control of [dom.text, dom.length, dom.kind, dom.embedDim, dom.softcap, dom.hiddenSize, dom.heads, dom.headDim, dom.seed, dom.mask, dom.custom]) {
     const typed = [dom.text, dom.heads, dom.seed, dom.softcap].includes(control);
-    control.addEventListener(typed ? 'input' : 'change', () => {
+    control.addEventListener(typed ? 'input' : 'change', (event) => {
       if (control === dom.text || control === dom.kind) onEdit(control === dom.text ? 'text' : 'kind');
       syncControls();
-      requestUpdate();
+      requestUpdate(false, { whole: WHOLE_EDITS.has(event.inputType) });
     });
   }
   dom.reroll.addEventListener('click', () => {

@@ -156,6 +156,29 @@ test("an opened model's run names its layers as they finish, and typing runs onc
   assert.ok(texts.includes('Computing… layer 1 of 2') && texts.includes('Computing… layer 2 of 2'), JSON.stringify(texts));
   // Nothing moves while the page is busy (style.css says why): the busy line's words say the layer.
   assert.equal(await page.evaluate(() => window.animations), 0);
+  // A keystroke's run waits for the pause; a paste's starts at once: its request leaves for the
+  // worker within the input event.
+  await page.evaluate(() => {
+    window.computeSent = 0;
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function postMessage(message, ...rest) {
+      if (message?.type === 'compute') window.computeSent++;
+      return post.call(this, message, ...rest);
+    };
+  });
+  const sentWithin = (inputType, text) => page.evaluate(({ inputType, text }) => {
+    const before = window.computeSent;
+    const box = document.querySelector('[data-testid="text"]');
+    box.value = text;
+    box.dispatchEvent(new InputEvent('input', { bubbles: true, inputType }));
+    return window.computeSent - before;
+  }, { inputType, text });
+  const shown = (text) => page.waitForFunction((text) => document.body.dataset.state === 'ready'
+    && JSON.parse(document.getElementById('attention-result').textContent).model?.text === text, text, { timeout: STEP_TIMEOUT });
+  assert.equal(await sentWithin('insertText', 'Hello there, world!'), 0);
+  await shown('Hello there, world!');
+  assert.equal(await sentWithin('insertFromPaste', 'Pasted words'), 1);
+  await shown('Pasted words');
   assert.deepEqual(browser.errors, []);
 });
 
