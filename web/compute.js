@@ -173,10 +173,14 @@ export function startWorker({ threads, onReady, read, accept, failed }) {
     } else if (message.type === 'fatal') {
       showError(new Error(`The package could not start: ${message.message}`));
     } else if (message.type === 'progress') {
+      // An opened model's layers are named with their pictures ('layer'): one frame a layer.
+      if (message.phase === 'forward' && inFlight?.request.kind === 'opened') return;
       if (message.phase === 'forward' || message.phase === 'scoring') showRunProgress(message);
       else progressListener(message);
     } else if (message.type === 'layer') {
-      if (inFlight?.id === message.id && !inFlight.cancelled) layerListener(message);
+      if (inFlight?.id !== message.id || inFlight.cancelled) return;
+      showRunProgress({ phase: 'forward', done: message.layer + 1, total: message.model.layers });
+      layerListener(message);
     } else if (['file', 'neuron', 'model', 'ablate', 'predict'].includes(message.type)) {
       replies.get(message.id)?.(message);
       replies.delete(message.id);

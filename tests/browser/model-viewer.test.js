@@ -201,10 +201,11 @@ test('an opened model reads 2048 tokens: pictures of 4 × 4 tokens a cell, fille
   const result = await readResult(page);
   assert.deepEqual([result.shape[2], result.grid.step, result.grid.rows], [2048, 4, 512]);
   // Each layer is drawn as the forward finishes it, before the next layer runs (not after a
-  // second pass over the layers): layer 1 drawn with layer 2's 4 heads dimmed, then the forward
-  // reaches layer 2. (The result draws the whole grid once more.)
+  // second pass over the layers), and named in the busy line as it is drawn (in the same task, so
+  // the busy line's observer, the first made, hears first): layer 1 drawn with layer 2's 4 heads
+  // dimmed, then layer 2. (The result draws the whole grid once more.)
   const log = (await page.evaluate(() => window.fillLog)).filter((line) => line.startsWith('drawn') || line.startsWith('Computing… layer'));
-  assert.deepEqual(log.slice(0, 4), ['drawn 1, dimmed 4', 'Computing… layer 1 of 2', 'drawn 2, dimmed 0', 'Computing… layer 2 of 2'], JSON.stringify(log));
+  assert.deepEqual(log.slice(0, 4), ['Computing… layer 1 of 2', 'drawn 1, dimmed 4', 'Computing… layer 2 of 2', 'drawn 2, dimmed 0'], JSON.stringify(log));
   assert.equal(result.checks.maxMaskedWeight, 0);
   assert.ok(result.checks.maxRowSumError <= 1e-5);
   assert.match(await page.textContent('#text-cut'), /^The text is \d+ tokens; the viewer reads its first 2048 \(the viewer's limit\)\.$/);
