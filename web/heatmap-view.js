@@ -527,7 +527,9 @@ function buildModelGrid(model) {
     pictures.className = 'layer-pictures';
     pictures.dataset.layer = String(layer + 1);
     pictures.setAttribute('aria-hidden', 'true');
-    pictures.style.gridRow = String(layer + 2); // below the heads' labels
+    // Its row alone, below the heads' labels: an absolutely placed grid item's missing end line
+    // would be the grid's edge.
+    pictures.style.gridRow = `${layer + 2} / ${layer + 3}`;
     modelGrid.canvases.push(pictures);
     children.push(pictures);
   }

@@ -52,6 +52,17 @@ test('the grid: every layer and head, labelled with its induction and previous-t
   const pictures = () => browser.page.evaluate(() => [1, 2].flatMap((layer) => window.picturesOf(layer)));
   const wide = await pictures();
   assert.ok(wide.every(({ middle }) => middle[3] === 255), JSON.stringify(wide.map(({ middle }) => middle)));
+  // Each layer's canvas covers its own row, at the scale of its pixels in both directions.
+  const rows = await browser.page.$$eval('.layer-pictures', (canvases) => canvases.map((canvas) => {
+    const box = canvas.getBoundingClientRect();
+    const cells = Array.from(document.querySelectorAll(`.grid-cell[data-layer="${canvas.dataset.layer}"]`), (cell) => cell.getBoundingClientRect());
+    return { xScale: canvas.width / box.width, yScale: canvas.height / box.height, top: box.top, bottom: box.bottom, cellsTop: Math.min(...cells.map((c) => c.top)), cellsBottom: Math.max(...cells.map((c) => c.bottom)) };
+  }));
+  assert.equal(rows.length, layers);
+  for (const row of rows) {
+    assert.ok(Math.abs(row.xScale - row.yScale) < 0.05, JSON.stringify(row));
+    assert.ok(row.top <= row.cellsTop + 0.5 && row.bottom >= row.cellsBottom - 0.5 && row.bottom - row.top < 1.5 * (row.cellsBottom - row.cellsTop), JSON.stringify(row));
+  }
   const canvasWidth = () => browser.page.$eval('.layer-pictures', (canvas) => canvas.width);
   const wideCanvas = await canvasWidth();
   await browser.page.setViewportSize({ width: 150, height: 800 });
