@@ -371,6 +371,8 @@ const modelGrid = {
   }),
 };
 
+const headsALayer = () => modelGrid.cells.length / modelGrid.canvases.length;
+
 // A cell's picture while its head is pending or ablated: the panel's colour over it at this alpha.
 const VEIL = { pending: 0.7, ablated: 0.55 };
 
@@ -384,8 +386,7 @@ function modelGridGeometry() {
   const box = modelGrid.canvases[0]?.getBoundingClientRect();
   if (!box || box.width === 0) return null;
   const ratio = ratioOf();
-  const heads = modelGrid.cells.length / modelGrid.canvases.length;
-  const spots = modelGrid.cells.slice(0, heads).map((cell) => {
+  const spots = modelGrid.cells.slice(0, headsALayer()).map((cell) => {
     const picture = cell.querySelector('.picture').getBoundingClientRect();
     return { x: Math.round((picture.left - box.left) * ratio), y: Math.round((picture.top - box.top) * ratio), size: Math.round(picture.width * ratio) };
   });
@@ -431,11 +432,10 @@ function veilCell(index) {
 
 /** Marks the grid's cells of the heads removed ([layer, head] pairs, 0-based), their pictures veiled. */
 export function markAblated(heads) {
-  const ablated = new Set(heads.map(([layer, head]) => `${layer} ${head}`));
+  const ablated = new Set(heads.map(([layer, head]) => layer * headsALayer() + head));
   for (const [index, cell] of modelGrid.cells.entries()) {
-    const now = ablated.has(`${Number(cell.dataset.layer) - 1} ${Number(cell.dataset.head) - 1}`);
-    if (cell.classList.contains('ablated') === now) continue;
-    cell.classList.toggle('ablated', now);
+    if (cell.classList.contains('ablated') === ablated.has(index)) continue;
+    cell.classList.toggle('ablated');
     if (state.shown?.model) drawCell(index, pictureOf(index));
   }
 }
